@@ -1,0 +1,86 @@
+"""The Flask application factory."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from flask import Flask, Response, request
+from werkzeug.exceptions import HTTPException
+
+from extender import wire
+from extender.cluster import ClusterSource
+from extender.config import Settings
+from extender.errors import BadRequest
+from extender.metrics import Metrics
+from extender.verbs import Context
+from extender.verbs import filter as filter_verb
+from extender.verbs import preempt as preempt_verb
+from extender.verbs import prioritize as prioritize_verb
+
+JSON = "application/json"
+
+# verb -> handler; the route is /<verb>, so urlPrefix in the scheduler config is the server root.
+VERBS: dict[str, Callable[[bytes, Context], bytes]] = {
+    "filter": filter_verb.handle,
+    "prioritize": prioritize_verb.handle,
+    "preempt": preempt_verb.handle,
+}
+
+
+def create_app(settings: Settings, *, cluster: ClusterSource, metrics: Metrics | None = None) -> Flask:
+    app = Flask("reprieve")
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    metrics = metrics or Metrics()
+    log = logging.getLogger("reprieve.decisions")
+    app.extensions["reprieve"] = {"cluster": cluster, "metrics": metrics, "settings": settings}
+
+    def serve_verb(verb: str, handler: Callable[[bytes, Context], bytes]) -> Callable[[], Response]:
+        def view() -> Response:
+            started = time.perf_counter()
+            code = 200
+            try:
+                body = handler(request.get_data(cache=False), Context(cluster.view(), metrics, log))
+            except BadRequest as exc:
+                code = exc.status
+                return Response(wire.error_body(f"{verb}: {exc}"), status=code, mimetype=JSON)
+            except Exception:
+                code = 500
+                raise
+            else:
+                return Response(body, status=200, mimetype=JSON)
+            finally:
+                metrics.requests.labels(verb, str(code)).inc()
+                metrics.latency.labels(verb).observe(time.perf_counter() - started)
+
+        view.__name__ = f"verb_{verb}"
+        return view
+
+    for verb, handler in VERBS.items():
+        app.add_url_rule(f"/{verb}", view_func=serve_verb(verb, handler), methods=["POST"])
+
+    @app.get("/healthz")
+    def healthz() -> Response:
+        return Response(b'{"status":"ok"}', mimetype=JSON)
+
+    @app.get("/readyz")
+    def readyz() -> tuple[dict, int]:
+        ready = cluster.view() is not None
+        return {"ready": ready, "cluster": cluster.describe()}, 200 if ready else 503
+
+    @app.get("/metrics")
+    def metrics_endpoint() -> Response:
+        return Response(metrics.exposition(), mimetype="text/plain; version=0.0.4; charset=utf-8")
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> Response:
+        return Response(wire.error_body(f"{exc.code} {exc.name}: {exc.description}"), status=exc.code, mimetype=JSON)
+
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception) -> Response:
+        # A bug, not bad input: log it whole, answer 500 and keep the worker alive.
+        logging.getLogger("reprieve").exception("unhandled error on %s", request.path)
+        return Response(wire.error_body(f"internal error: {type(exc).__name__}"), status=500, mimetype=JSON)
+
+    return app

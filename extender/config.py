@@ -1,0 +1,14 @@
+"""Settings: one frozen object, read once from the command line (environment as fallback)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Settings:
+    bind: str = "127.0.0.1:8888"
+    threads: int = 4
+    # Non-cache-mode requests carry whole Node objects; 64 MiB is ~10,000 of them.
+    max_body_bytes: int = 64 * 2**20
+    log_level: str = "INFO"

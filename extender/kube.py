@@ -1,0 +1,146 @@
+"""Lean pydantic projections of the Kubernetes objects reprieve reads.
+
+They mirror the API's camelCase JSON, read only the fields policy needs and ignore the
+rest, so a validation error names the exact field (``spec.containers.0.resources...``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+import pydantic
+from pydantic import AfterValidator, BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
+
+from policy.quantity import parse_quantity
+
+
+def _quantity(value: str | int | float) -> str | int | float:
+    parse_quantity(value)  # raises ValueError with a message naming the bad text
+    return value
+
+
+Quantity = Annotated[StrictStr | StrictInt | float, AfterValidator(_quantity)]
+ResourceList = dict[StrictStr, Quantity]
+
+
+class _Object(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class ObjectMeta(_Object):
+    name: StrictStr = ""
+    namespace: StrictStr = ""
+    uid: StrictStr = ""
+    labels: dict[StrictStr, StrictStr] | None = None
+    annotations: dict[StrictStr, StrictStr] | None = None
+    deletionTimestamp: datetime | None = None
+
+
+class ResourceRequirements(_Object):
+    requests: ResourceList | None = None
+    limits: ResourceList | None = None
+
+
+class ContainerPort(_Object):
+    hostPort: StrictInt | None = None
+
+
+class Container(_Object):
+    name: StrictStr = ""
+    resources: ResourceRequirements | None = None
+    ports: list[ContainerPort] | None = None
+    restartPolicy: StrictStr | None = None
+
+
+class AffinityTerms(_Object):
+    requiredDuringSchedulingIgnoredDuringExecution: list[dict[str, Any]] | None = None
+
+
+class Affinity(_Object):
+    podAffinity: AffinityTerms | None = None
+    podAntiAffinity: AffinityTerms | None = None
+
+
+class TopologySpreadConstraint(_Object):
+    whenUnsatisfiable: StrictStr = "DoNotSchedule"
+
+
+class PodSpec(_Object):
+    nodeName: StrictStr | None = None
+    priority: StrictInt | None = None
+    priorityClassName: StrictStr | None = None
+    preemptionPolicy: StrictStr | None = None
+    containers: list[Container] | None = None
+    initContainers: list[Container] | None = None
+    overhead: ResourceList | None = None
+    resources: ResourceRequirements | None = None
+    affinity: Affinity | None = None
+    topologySpreadConstraints: list[TopologySpreadConstraint] | None = None
+    volumes: list[dict[str, Any]] | None = None
+    resourceClaims: list[dict[str, Any]] | None = None
+
+
+class PodStatus(_Object):
+    phase: StrictStr | None = None
+    qosClass: StrictStr | None = None
+    nominatedNodeName: StrictStr | None = None
+    startTime: datetime | None = None
+
+
+class Pod(_Object):
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PodSpec = PodSpec()
+    status: PodStatus = PodStatus()
+
+
+class NodeStatus(_Object):
+    allocatable: ResourceList | None = None
+
+
+class Node(_Object):
+    metadata: ObjectMeta = ObjectMeta()
+    status: NodeStatus = NodeStatus()
+
+
+class LabelSelectorRequirement(_Object):
+    key: StrictStr
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[StrictStr] | None = None
+
+
+class LabelSelector(_Object):
+    matchLabels: dict[StrictStr, StrictStr] | None = None
+    matchExpressions: list[LabelSelectorRequirement] | None = None
+
+
+class PodDisruptionBudgetSpec(_Object):
+    selector: LabelSelector | None = None
+
+
+class PodDisruptionBudgetStatus(_Object):
+    disruptionsAllowed: StrictInt = 0
+    disruptedPods: dict[StrictStr, Any] | None = None
+
+
+class PodDisruptionBudget(_Object):
+    metadata: ObjectMeta = ObjectMeta()
+    spec: PodDisruptionBudgetSpec = PodDisruptionBudgetSpec()
+    status: PodDisruptionBudgetStatus = PodDisruptionBudgetStatus()
+
+
+class PriorityClass(_Object):
+    metadata: ObjectMeta = ObjectMeta()
+    value: StrictInt
+    globalDefault: StrictBool | None = None
+
+
+def describe_validation(exc: pydantic.ValidationError, *, limit: int = 3) -> str:
+    """``field.path: message`` for the first few errors, the way an operator would fix them."""
+    parts = []
+    for error in exc.errors()[:limit]:
+        where = ".".join(str(p) for p in error["loc"]) or "(object)"
+        message = error["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {message}")
+    more = exc.error_count() - limit
+    return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")

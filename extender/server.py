@@ -1,0 +1,35 @@
+"""Serving the app under gunicorn: one process (it owns the cluster state), gthread workers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from flask import Flask
+from gunicorn.app.base import BaseApplication
+
+
+class Server(BaseApplication):
+    """gunicorn with one worker process; ``build_app`` runs in that process, after the fork."""
+
+    def __init__(self, build_app: Callable[[], Flask], *, bind: str, threads: int) -> None:
+        self._build_app = build_app
+        self._options = {
+            "bind": bind,
+            "workers": 1,
+            "worker_class": "gthread",
+            "threads": threads,
+            # The scheduler's httpTimeout defaults to 5s; a worker stuck far longer is dead.
+            "timeout": 30,
+            "graceful_timeout": 10,
+            "keepalive": 75,  # the scheduler reuses connections
+            "accesslog": None,
+            "errorlog": "-",
+        }
+        super().__init__()
+
+    def load_config(self) -> None:
+        for key, value in self._options.items():
+            self.cfg.set(key, value)
+
+    def load(self) -> Flask:
+        return self._build_app()

@@ -1,0 +1,121 @@
+"""The one place where Kubernetes objects become policy records."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from extender import kube
+from policy import model, resources
+from policy.labels import Requirement, Selector
+from policy.quantity import to_units
+from policy.qos import QoS, compute_qos
+
+# Volume sources that count against a node's attach limit (NodeVolumeLimits) or need a
+# volume binding decision; reprieve does not model either.
+_NODE_LIMITED_VOLUMES = frozenset(
+    {"persistentVolumeClaim", "ephemeral", "csi", "awsElasticBlockStore", "gcePersistentDisk", "azureDisk", "cinder"}
+)
+_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+def vector(quantities: Mapping[str, str | int | float] | None) -> dict[str, int]:
+    return {name: to_units(name, q) for name, q in (quantities or {}).items()}
+
+
+def _requests_and_limits(rr: kube.ResourceRequirements | None) -> tuple[dict[str, int], dict[str, int]]:
+    if rr is None:
+        return {}, {}
+    limits = vector(rr.limits)
+    # The API server defaults a missing request to the limit; do the same for hand-written
+    # snapshots and requests so that requests and QoS match what the cluster would hold.
+    return {**limits, **vector(rr.requests)}, limits
+
+
+def is_terminal(pod: kube.Pod) -> bool:
+    """Succeeded and Failed pods hold no room: the scheduler's informer does not even list them."""
+    return pod.status.phase in _TERMINAL_PHASES
+
+
+def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass]) -> model.Pod:
+    spec, meta, status = pod.spec, pod.metadata, pod.status
+    containers = [_requests_and_limits(c.resources) for c in spec.containers or ()]
+    inits = [(c, _requests_and_limits(c.resources)) for c in spec.initContainers or ()]
+    pod_level = _requests_and_limits(spec.resources) if spec.resources else None
+    requests = resources.effective_requests(
+        containers=(req for req, _ in containers),
+        init_containers=((req, c.restartPolicy == "Always") for c, (req, _) in inits),
+        overhead=vector(spec.overhead),
+        pod_level=pod_level[0] if pod_level else resources.EMPTY,
+    )
+    if status.qosClass:
+        qos = QoS.from_wire(status.qosClass)
+    else:
+        qos = compute_qos(containers=[*containers, *(rl for _, rl in inits)], pod_level=pod_level)
+    return model.Pod(
+        uid=meta.uid,
+        name=meta.name,
+        namespace=meta.namespace or "default",
+        priority=model.resolve_priority(
+            spec_priority=spec.priority, class_name=spec.priorityClassName or "", classes=classes
+        ),
+        requests=requests,
+        qos=qos,
+        labels=dict(meta.labels or {}),
+        node_name=spec.nodeName or None,
+        nominated_node_name=status.nominatedNodeName or None,
+        start_time=status.startTime.timestamp() if status.startTime else None,
+        terminating=meta.deletionTimestamp is not None,
+        preemption_never=spec.preemptionPolicy == "Never",
+        priority_class_name=spec.priorityClassName or "",
+        unmodelled=_unmodelled(spec),
+    )
+
+
+def _unmodelled(spec: kube.PodSpec) -> tuple[str, ...]:
+    found = []
+    containers = [*(spec.containers or ()), *(spec.initContainers or ())]
+    if any(p.hostPort for c in containers for p in c.ports or ()):
+        found.append(model.HOST_PORTS)
+    affinity = spec.affinity
+    if affinity and affinity.podAffinity and affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution:
+        found.append(model.POD_AFFINITY)
+    if (
+        affinity
+        and affinity.podAntiAffinity
+        and affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution
+    ):
+        found.append(model.POD_ANTI_AFFINITY)
+    if any(t.whenUnsatisfiable == "DoNotSchedule" for t in spec.topologySpreadConstraints or ()):
+        found.append(model.TOPOLOGY_SPREAD)
+    if any(_NODE_LIMITED_VOLUMES & volume.keys() for volume in spec.volumes or ()):
+        found.append(model.NODE_LIMITED_VOLUMES)
+    if spec.resourceClaims:
+        found.append(model.RESOURCE_CLAIMS)
+    return tuple(found)
+
+
+def node_record(node: kube.Node) -> model.Node:
+    return model.Node(name=node.metadata.name, allocatable=vector(node.status.allocatable))
+
+
+def selector(sel: kube.LabelSelector | None) -> Selector:
+    if sel is None:
+        return Selector()
+    expressions = tuple(
+        Requirement(term.key, term.operator, frozenset(term.values or ())) for term in sel.matchExpressions or ()
+    )
+    return Selector(tuple(sorted((sel.matchLabels or {}).items())), expressions)
+
+
+def budget_record(pdb: kube.PodDisruptionBudget) -> model.DisruptionBudget:
+    return model.DisruptionBudget(
+        namespace=pdb.metadata.namespace or "default",
+        name=pdb.metadata.name,
+        selector=selector(pdb.spec.selector),
+        disruptions_allowed=pdb.status.disruptionsAllowed,
+        disrupted_pods=frozenset(pdb.status.disruptedPods or ()),
+    )
+
+
+def priority_class_record(pc: kube.PriorityClass) -> model.PriorityClass:
+    return model.PriorityClass(name=pc.metadata.name, value=pc.value, global_default=bool(pc.globalDefault))

@@ -1,0 +1,99 @@
+"""The immutable records policy decides on: pods, nodes, PodDisruptionBudgets, priority classes.
+
+They hold only what the decisions need, already in scheduler units (see policy.resources),
+so they are cheap to keep for every pod of a large cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from policy.labels import Selector
+from policy.qos import QoS
+from policy.resources import Vector
+
+# Scheduling constraints the preemption policy does not model. A preemptor that has one of
+# these keeps the scheduler's own victims (see policy.preempt).
+HOST_PORTS = "host ports"
+POD_AFFINITY = "inter-pod affinity"
+POD_ANTI_AFFINITY = "inter-pod anti-affinity"
+TOPOLOGY_SPREAD = "topology spread constraints"
+NODE_LIMITED_VOLUMES = "volumes with node limits"
+RESOURCE_CLAIMS = "dynamic resource claims"
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    uid: str
+    name: str
+    namespace: str
+    priority: int
+    requests: Vector
+    qos: QoS
+    labels: Mapping[str, str]
+    node_name: str | None = None
+    nominated_node_name: str | None = None
+    # status.startTime as seconds since the epoch; None sorts as the latest (upstream: "now").
+    start_time: float | None = None
+    terminating: bool = False
+    preemption_never: bool = False
+    priority_class_name: str = ""
+    unmodelled: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def pending_nomination(self) -> bool:
+        """Waiting for room that a preemption freed on ``nominated_node_name``."""
+        return self.node_name is None and self.nominated_node_name is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    name: str
+    allocatable: Vector
+
+
+@dataclass(frozen=True, slots=True)
+class DisruptionBudget:
+    namespace: str
+    name: str
+    selector: Selector
+    disruptions_allowed: int
+    disrupted_pods: frozenset[str] = frozenset()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def covers(self, pod: Pod) -> bool:
+        """Upstream's match: same namespace, a labelled pod, a non-empty matching selector."""
+        return (
+            pod.namespace == self.namespace
+            and bool(pod.labels)
+            and self.selector.matches(pod.labels)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityClass:
+    name: str
+    value: int
+    global_default: bool = False
+
+
+def resolve_priority(
+    *, spec_priority: int | None, class_name: str, classes: Mapping[str, PriorityClass]
+) -> int:
+    """``spec.priority``, else the named class's value, else the global default's, else 0."""
+    if spec_priority is not None:
+        return spec_priority
+    if class_name and class_name in classes:
+        return classes[class_name].value
+    defaults = [c.value for c in classes.values() if c.global_default]
+    # Several global defaults can exist after a race; the Priority admission plugin then picks
+    # the one with the lowest value, and so does reprieve.
+    return min(defaults) if defaults else 0

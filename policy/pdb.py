@@ -1,0 +1,87 @@
+"""PodDisruptionBudget accounting for a set of victims, after upstream's ``filterPodsWithPDBViolation``.
+
+A budget covers a pod when they share a namespace, the pod has labels and the budget's
+selector is non-empty and matches them. A pod listed in the budget's ``status.disruptedPods``
+is already counted by the disruption controller and does not spend allowance again, and
+neither does a terminating pod (the controller no longer counts it as healthy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from policy.model import DisruptionBudget, Pod
+
+
+def _spends(budget: DisruptionBudget, pod: Pod) -> bool:
+    return not pod.terminating and budget.covers(pod) and pod.name not in budget.disrupted_pods
+
+
+@dataclass(frozen=True, slots=True)
+class Violations:
+    count: int  # victims whose eviction takes some budget below zero (the wire NumPDBViolations)
+    budgets: tuple[str, ...]  # keys of the budgets that would be violated, sorted
+
+    def describe(self) -> str:
+        if not self.count:
+            return "violates no PodDisruptionBudget"
+        return f"{self.count} victim(s) violate PodDisruptionBudget {', '.join(self.budgets)}"
+
+
+NO_VIOLATIONS = Violations(count=0, budgets=())
+
+
+def count_violations(
+    victims: Sequence[Pod], budgets_by_namespace: Mapping[str, Sequence[DisruptionBudget]]
+) -> Violations:
+    """Exactly how many of ``victims`` (evicted together) go past a budget's allowance.
+
+    Stable like upstream: victims are walked in the order given and each decrements the
+    allowance of every budget that covers it; a victim that takes any allowance below zero
+    is violating. Without overlapping budgets the count is max(0, covered - allowed) per
+    budget, whatever the order.
+    """
+    allowed: dict[str, int] = {}
+    violated: set[str] = set()
+    count = 0
+    for pod in victims:
+        violating = False
+        for budget in budgets_by_namespace.get(pod.namespace, ()):
+            if not _spends(budget, pod):
+                continue
+            left = allowed.get(budget.key, budget.disruptions_allowed) - 1
+            allowed[budget.key] = left
+            if left < 0:
+                violating = True
+                violated.add(budget.key)
+        count += violating
+    return Violations(count=count, budgets=tuple(sorted(violated)))
+
+
+def protected(
+    candidates: Iterable[Pod], budgets_by_namespace: Mapping[str, Sequence[DisruptionBudget]]
+) -> frozenset[str]:
+    """UIDs of the candidates that a budget cannot afford to lose all together.
+
+    A budget that covers more of the candidates than its allowance protects every candidate
+    it covers: reprieve tries to keep those pods first, most important first, so the budget
+    is spent on the least important of them. Candidates covered only by budgets with enough
+    allowance for all of them are not protected.
+    """
+    candidates = tuple(candidates)
+    covered: dict[str, list[str]] = {}
+    allowance: dict[str, int] = {}
+    for pod in candidates:
+        for budget in budgets_by_namespace.get(pod.namespace, ()):
+            if _spends(budget, pod):
+                covered.setdefault(budget.key, []).append(pod.uid)
+                allowance[budget.key] = budget.disruptions_allowed
+    return frozenset(
+        uid for key, uids in covered.items() if len(uids) > allowance[key] for uid in uids
+    )
+
+
+def covering(pod: Pod, budgets_by_namespace: Mapping[str, Sequence[DisruptionBudget]]) -> tuple[str, ...]:
+    """Keys of the budgets that cover ``pod``."""
+    return tuple(b.key for b in budgets_by_namespace.get(pod.namespace, ()) if b.covers(pod))

@@ -1,0 +1,166 @@
+"""The preempt verb's decision: which candidate nodes to offer, and which victims on each."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+
+from policy import ranking
+from policy.model import POD_ANTI_AFFINITY, Pod
+from policy.pdb import NO_VIOLATIONS, Violations, count_violations
+from policy.victims import NodeRejected, select_victims
+from policy.view import ClusterView, NodeInfo
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """A candidate node's victims as the scheduler proposes them (or as reprieve answers)."""
+
+    uids: tuple[str, ...]
+    num_pdb_violations: int
+
+
+class Verdict(str, Enum):
+    CHOSEN = "chosen"  # offered to the scheduler with reprieve's victims
+    OUTRANKED = "outranked"  # feasible, but another node costs less
+    DROPPED = "dropped"  # preemption cannot make room here
+    PASSED_THROUGH = "passed through"  # unknown to reprieve: returned exactly as received
+
+
+@dataclass(frozen=True, slots=True)
+class NodeOutcome:
+    node: str
+    verdict: Verdict
+    victims: tuple[Pod, ...] = ()
+    violations: Violations = NO_VIOLATIONS
+    cost: ranking.Cost | None = None
+    kept_scheduler_victims: bool = False
+    reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptDecision:
+    answer: Mapping[str, Proposal]
+    outcomes: tuple[NodeOutcome, ...]
+    reasons: tuple[str, ...]
+
+
+def decide(*, view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]) -> PreemptDecision:
+    """Re-derive victims on each candidate node, drop hopeless nodes, offer the cheapest.
+
+    Nodes or victim UIDs reprieve does not know are passed through untouched. If the
+    preemptor has constraints reprieve does not model (policy.model), or a pod on the node
+    has required anti-affinity that may be what blocks the preemptor, the scheduler's own
+    victims are kept for that node and only their PodDisruptionBudget violations recounted.
+    """
+    refusal = _ineligible(view, preemptor)
+    if refusal:
+        return PreemptDecision(answer={}, outcomes=(), reasons=(refusal,))
+
+    outcomes: dict[str, NodeOutcome] = {}
+    for name in sorted(proposals):
+        outcomes[name] = _evaluate(view, preemptor, name, proposals[name])
+
+    costs = {n: o.cost for n, o in outcomes.items() if o.cost is not None}
+    chosen = ranking.best(costs)
+    reasons = []
+    if chosen:
+        winner = costs[chosen[0]]
+        reasons.append(f"chose {', '.join(chosen)}: {winner.describe()}")
+        for name, c in costs.items():
+            if name not in chosen:
+                outcomes[name] = dataclasses.replace(
+                    outcomes[name],
+                    verdict=Verdict.OUTRANKED,
+                    reasons=(*outcomes[name].reasons, f"not chosen: {c.versus(winner)} on {chosen[0]}"),
+                )
+    answer: dict[str, Proposal] = {}
+    for name, outcome in outcomes.items():
+        if outcome.verdict is Verdict.PASSED_THROUGH:
+            answer[name] = proposals[name]
+        elif outcome.verdict is Verdict.CHOSEN:
+            answer[name] = Proposal(tuple(p.uid for p in outcome.victims), outcome.violations.count)
+    if not answer:
+        reasons.append("no candidate node can make room for the pod")
+    return PreemptDecision(answer=answer, outcomes=tuple(outcomes.values()), reasons=tuple(reasons))
+
+
+def _ineligible(view: ClusterView, preemptor: Pod) -> str | None:
+    if preemptor.preemption_never:
+        return "preemptionPolicy is Never"
+    nominated = view.nodes.get(preemptor.nominated_node_name or "")
+    if nominated is not None:
+        leaving = [p.key for p in nominated.pods if p.terminating and p.priority < preemptor.priority]
+        if leaving:
+            return (
+                f"already nominated to {nominated.name}, where lower-priority "
+                f"{', '.join(sorted(leaving))} are terminating; waiting for them"
+            )
+    return None
+
+
+def _evaluate(view: ClusterView, preemptor: Pod, name: str, proposal: Proposal) -> NodeOutcome:
+    node = view.nodes.get(name)
+    if node is None:
+        return NodeOutcome(name, Verdict.PASSED_THROUGH, reasons=("node unknown to reprieve",))
+    on_node = {p.uid: p for p in node.pods}
+    unknown = [uid for uid in proposal.uids if uid not in on_node]
+    budgets = view.budgets
+    unmodelled = _unmodelled(preemptor, node)
+    if unmodelled:
+        if unknown:
+            return _unknown_victims(name, unknown)
+        return _keep_scheduler_victims(name, [on_node[u] for u in proposal.uids], budgets, unmodelled)
+
+    reservations = view.reservations(name, pod=preemptor)
+    selection = select_victims(node=node, preemptor=preemptor, reservations=reservations, budgets=budgets)
+    if isinstance(selection, NodeRejected):
+        return NodeOutcome(name, Verdict.DROPPED, reasons=(selection.reason,))
+    if not selection.victims:
+        # The scheduler sees a shortage that reprieve's view does not: trust the fresher one.
+        if unknown:
+            return _unknown_victims(name, unknown)
+        return _keep_scheduler_victims(
+            name, [on_node[u] for u in proposal.uids], budgets, "reprieve's view has room without evicting"
+        )
+    return NodeOutcome(
+        name,
+        Verdict.CHOSEN,
+        victims=selection.victims,
+        violations=selection.violations,
+        cost=ranking.cost(selection.victims, selection.violations),
+        reasons=selection.reasons,
+    )
+
+
+def _unmodelled(preemptor: Pod, node: NodeInfo) -> str:
+    if preemptor.unmodelled:
+        return f"the pod uses {', '.join(preemptor.unmodelled)}, which reprieve does not model"
+    blockers = [p.key for p in node.pods if POD_ANTI_AFFINITY in p.unmodelled]
+    if blockers:
+        return f"{', '.join(sorted(blockers))} on the node have required anti-affinity"
+    return ""
+
+
+def _unknown_victims(name: str, unknown: list[str]) -> NodeOutcome:
+    return NodeOutcome(
+        name,
+        Verdict.PASSED_THROUGH,
+        reasons=(f"victim UID(s) {', '.join(unknown)} unknown to reprieve on this node",),
+    )
+
+
+def _keep_scheduler_victims(name: str, victims: list[Pod], budgets, why: str) -> NodeOutcome:
+    violations = count_violations(victims, budgets)
+    return NodeOutcome(
+        name,
+        Verdict.CHOSEN,
+        victims=tuple(victims),
+        violations=violations,
+        cost=ranking.cost(victims, violations),
+        kept_scheduler_victims=True,
+        reasons=(f"kept the scheduler's victims: {why}", violations.describe()),
+    )
+

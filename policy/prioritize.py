@@ -1,0 +1,66 @@
+"""The prioritize verb's scores.
+
+For each node, with ``room`` the mean, over the resources the pod requests (cpu and memory
+when it requests neither), of the fraction of allocatable still free after the bound pods,
+the room held for nominated pods of higher or equal priority, and the pod itself:
+
+    score = floor(9 * room) + (0 if the node runs a pod covered by one of the pod's own
+                                 PodDisruptionBudgets, else 1)
+
+so scores are integers in 0..10, emptier nodes score higher, and of two otherwise equal
+nodes the one without the pod's PDB siblings wins (a later preemption there would not cost
+the same budget twice). Nodes reprieve does not know score 0: no opinion.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from policy import resources
+from policy.model import Pod
+from policy.quantity import CPU
+from policy.view import ClusterView
+
+MAX_SCORE = 10
+
+
+@dataclass(frozen=True, slots=True)
+class NodeScore:
+    node: str
+    score: int
+    reason: str
+
+
+def score_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> tuple[NodeScore, ...]:
+    considered = [r for r, v in pod.requests.items() if v > 0 and r != resources.PODS] or [
+        CPU,
+        resources.MEMORY,
+    ]
+    own_budgets = [b for b in view.budgets_for(pod.namespace) if b.covers(pod)]
+    scores = []
+    for name in node_names:
+        info = view.nodes.get(name)
+        if info is None:
+            scores.append(NodeScore(name, 0, "node unknown to reprieve"))
+            continue
+        alloc = info.node.allocatable
+        holders = view.reservations(name, pod=pod)
+        used = resources.add(info.requested, pod.requests, *(p.requests for p in holders))
+        fractions = [
+            max(0, alloc.get(r, 0) - used.get(r, 0)) / alloc[r] if alloc.get(r, 0) > 0 else 0.0
+            for r in considered
+        ]
+        room = sum(fractions) / len(fractions)
+        siblings = sorted(
+            p.key for p in info.pods if p.uid != pod.uid and any(b.covers(p) for b in own_budgets)
+        )
+        score = math.floor(9 * room) + (0 if siblings else 1)
+        reason = f"{room:.0%} free after placing the pod"
+        if holders:
+            reason += f" and holding room for {len(holders)} nominated pod(s)"
+        if siblings:
+            reason += f"; runs {', '.join(siblings)} under the pod's own PodDisruptionBudget"
+        scores.append(NodeScore(name, score, reason))
+    return tuple(scores)

@@ -1,0 +1,94 @@
+"""Ranking preemption candidates: which node's victims cost the least.
+
+Criteria, in order (each only breaks ties left by the ones before it):
+
+1. fewest PodDisruptionBudget violations;
+2. lowest priority of the most important victim;
+3. fewest Guaranteed victims;
+4. fewest Burstable victims;
+5. smallest sum of victim priorities, each shifted by 2**31 as upstream does so that
+   negative priorities do not make more victims look cheaper;
+6. fewest victims;
+7. latest start among the most important victims (evict the youngest work).
+
+Upstream's ``pickOneNodeForPreemption`` uses 1, 2, 5, 6 and 7; reprieve adds the QoS
+criteria 3 and 4. Terminating victims are already leaving and cost nothing, so only live
+victims are counted. Nodes equal on every criterion are all returned; the scheduler then
+picks among them with its own rules.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from policy.model import Pod
+from policy.pdb import Violations
+from policy.qos import QoS
+
+_SHIFT = 2**31
+
+CRITERIA = (
+    "PDB violations",
+    "highest victim priority",
+    "Guaranteed victims",
+    "Burstable victims",
+    "sum of victim priorities",
+    "victims",
+    "start of the most important victims (later is better)",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """One candidate's rank key; smaller is better, compared criterion by criterion."""
+
+    key: tuple
+
+    def versus(self, winner: "Cost") -> str:
+        """Why ``winner`` ranks before this cost: the first criterion on which they differ."""
+        step = next(i for i, (a, b) in enumerate(zip(self.key, winner.key)) if a != b)
+        return f"{CRITERIA[step]} {self._show(step)} here vs {winner._show(step)}"
+
+    def _show(self, step: int) -> str:
+        value = self.key[step]
+        if step == 4:  # undo the shift: the plain sum of victim priorities
+            return str(value - self.key[5] * _SHIFT)
+        if step == 6:
+            return "unknown" if value == -math.inf else f"{-value:.0f}s since the epoch"
+        return "none" if value == -math.inf else str(value)
+
+    def describe(self) -> str:
+        v, top, g, b, _, n, _ = self.key
+        top_text = "none" if top == -math.inf else str(top)
+        return (
+            f"{v} PDB violation(s), highest victim priority {top_text}, "
+            f"{g} Guaranteed / {b} Burstable of {n} live victim(s)"
+        )
+
+
+def cost(victims: Sequence[Pod], violations: Violations) -> Cost:
+    live = [p for p in victims if not p.terminating]
+    top = max((p.priority for p in live), default=-math.inf)
+    starts = [p.start_time if p.start_time is not None else math.inf for p in live if p.priority == top]
+    earliest_top_start = min(starts, default=math.inf)
+    return Cost(
+        (
+            violations.count,
+            top,
+            sum(p.qos == QoS.GUARANTEED for p in live),
+            sum(p.qos == QoS.BURSTABLE for p in live),
+            sum(p.priority + _SHIFT for p in live),
+            len(live),
+            -earliest_top_start,
+        )
+    )
+
+
+def best(costs: dict[str, Cost]) -> tuple[str, ...]:
+    """The node names with the lowest cost (all exact ties), sorted by name."""
+    if not costs:
+        return ()
+    lowest = min(c.key for c in costs.values())
+    return tuple(sorted(name for name, c in costs.items() if c.key == lowest))

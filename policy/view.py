@@ -1,0 +1,102 @@
+"""An immutable view of the cluster, indexed the way the verbs read it."""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from policy import resources
+from policy.model import DisruptionBudget, Node, Pod, PriorityClass
+from policy.resources import Vector
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """A node with every pod bound to it, terminating ones included (they still hold room)."""
+
+    node: Node
+    pods: tuple[Pod, ...]
+    requested: Vector
+    # Pod priorities in descending order, and the running sum of their requests, so that
+    # "what do pods of priority >= p request here" is one bisect (see requested_at_or_above).
+    _priorities_desc: tuple[int, ...] = field(repr=False)
+    _running_sums: tuple[Vector, ...] = field(repr=False)
+
+    @classmethod
+    def build(cls, node: Node, pods: Iterable[Pod]) -> "NodeInfo":
+        ordered = tuple(sorted(pods, key=lambda p: (-p.priority, p.key)))
+        sums: list[Vector] = []
+        running: Vector = {}
+        for pod in ordered:
+            running = resources.add(running, pod.requests)
+            sums.append(running)
+        return cls(
+            node=node,
+            pods=ordered,
+            requested=running,
+            _priorities_desc=tuple(-p.priority for p in ordered),
+            _running_sums=tuple(sums),
+        )
+
+    @property
+    def name(self) -> str:
+        return self.node.name
+
+    def requested_at_or_above(self, priority: int) -> Vector:
+        """Requests of the pods here whose priority is >= ``priority`` (those preemption keeps)."""
+        count = bisect.bisect_right(self._priorities_desc, -priority)
+        return self._running_sums[count - 1] if count else resources.EMPTY
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    nodes: Mapping[str, NodeInfo]
+    pods: Mapping[str, Pod]  # every known pod by UID, pending ones included
+    nominated: Mapping[str, tuple[Pod, ...]]  # node name -> pending pods nominated to it
+    budgets: Mapping[str, tuple[DisruptionBudget, ...]]  # namespace -> its PDBs
+    priority_classes: Mapping[str, PriorityClass]
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        nodes: Iterable[Node],
+        pods: Iterable[Pod],
+        budgets: Iterable[DisruptionBudget] = (),
+        priority_classes: Iterable[PriorityClass] = (),
+    ) -> "ClusterView":
+        pods = tuple(pods)
+        bound: dict[str, list[Pod]] = defaultdict(list)
+        nominated: dict[str, list[Pod]] = defaultdict(list)
+        for pod in pods:
+            if pod.node_name is not None:
+                bound[pod.node_name].append(pod)
+            elif pod.nominated_node_name is not None:
+                nominated[pod.nominated_node_name].append(pod)
+        by_namespace: dict[str, list[DisruptionBudget]] = defaultdict(list)
+        for budget in budgets:
+            by_namespace[budget.namespace].append(budget)
+        return cls(
+            nodes={n.name: NodeInfo.build(n, bound.get(n.name, ())) for n in nodes},
+            pods={p.uid: p for p in pods},
+            nominated={name: tuple(ps) for name, ps in nominated.items()},
+            budgets={ns: tuple(bs) for ns, bs in by_namespace.items()},
+            priority_classes={c.name: c for c in priority_classes},
+        )
+
+    def reservations(self, node_name: str, *, pod: Pod) -> tuple[Pod, ...]:
+        """Pods nominated to the node that hold room against ``pod``.
+
+        Upstream's ``addGENominatedPods``: priority >= the pod's, and not the pod itself.
+        Room freed for a lower-priority pod may be taken.
+        """
+        return tuple(
+            other
+            for other in self.nominated.get(node_name, ())
+            if other.priority >= pod.priority and other.uid != pod.uid
+        )
+
+    def budgets_for(self, namespace: str) -> tuple[DisruptionBudget, ...]:
+        return self.budgets.get(namespace, ())
