@@ -139,8 +139,8 @@ def describe_validation(exc: pydantic.ValidationError, *, limit: int = 3) -> str
     """``field.path: message`` for the first few errors, the way an operator would fix them."""
     parts = []
     for error in exc.errors()[:limit]:
-        where = ".".join(str(p) for p in error["loc"]) or "(object)"
+        where = ".".join(str(p) for p in error["loc"])
         message = error["msg"].removeprefix("Value error, ")
-        parts.append(f"{where}: {message}")
+        parts.append(f"{where}: {message}" if where else message)
     more = exc.error_count() - limit
     return "; ".join(parts) + (f" (and {more} more)" if more > 0 else "")

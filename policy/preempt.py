@@ -107,12 +107,18 @@ def _evaluate(view: ClusterView, preemptor: Pod, name: str, proposal: Proposal) 
         return NodeOutcome(name, Verdict.PASSED_THROUGH, reasons=("node unknown to reprieve",))
     on_node = {p.uid: p for p in node.pods}
     unknown = [uid for uid in proposal.uids if uid not in on_node]
+    if unknown:
+        # The scheduler sees pods here that reprieve does not: its view of the node is stale.
+        return NodeOutcome(
+            name,
+            Verdict.PASSED_THROUGH,
+            reasons=(f"victim UID(s) {', '.join(unknown)} unknown to reprieve on this node",),
+        )
     budgets = view.budgets
+    proposed = [on_node[uid] for uid in proposal.uids]
     unmodelled = _unmodelled(preemptor, node)
     if unmodelled:
-        if unknown:
-            return _unknown_victims(name, unknown)
-        return _keep_scheduler_victims(name, [on_node[u] for u in proposal.uids], budgets, unmodelled)
+        return _keep_scheduler_victims(name, proposed, budgets, unmodelled)
 
     reservations = view.reservations(name, pod=preemptor)
     selection = select_victims(node=node, preemptor=preemptor, reservations=reservations, budgets=budgets)
@@ -120,11 +126,7 @@ def _evaluate(view: ClusterView, preemptor: Pod, name: str, proposal: Proposal) 
         return NodeOutcome(name, Verdict.DROPPED, reasons=(selection.reason,))
     if not selection.victims:
         # The scheduler sees a shortage that reprieve's view does not: trust the fresher one.
-        if unknown:
-            return _unknown_victims(name, unknown)
-        return _keep_scheduler_victims(
-            name, [on_node[u] for u in proposal.uids], budgets, "reprieve's view has room without evicting"
-        )
+        return _keep_scheduler_victims(name, proposed, budgets, "reprieve's view has room without evicting")
     return NodeOutcome(
         name,
         Verdict.CHOSEN,
@@ -142,14 +144,6 @@ def _unmodelled(preemptor: Pod, node: NodeInfo) -> str:
     if blockers:
         return f"{', '.join(sorted(blockers))} on the node have required anti-affinity"
     return ""
-
-
-def _unknown_victims(name: str, unknown: list[str]) -> NodeOutcome:
-    return NodeOutcome(
-        name,
-        Verdict.PASSED_THROUGH,
-        reasons=(f"victim UID(s) {', '.join(unknown)} unknown to reprieve on this node",),
-    )
 
 
 def _keep_scheduler_victims(name: str, victims: list[Pod], budgets, why: str) -> NodeOutcome:

@@ -1,0 +1,76 @@
+"""Keyword builders for policy records, so that test tables read like the scenario."""
+
+from __future__ import annotations
+
+from policy import resources
+from policy.labels import Selector
+from policy.model import DisruptionBudget, Node, Pod
+from policy.qos import QoS
+from policy.view import ClusterView
+
+GI = 2**30
+
+
+def units(cpu: float = 0, mem_gi: float = 0, **extended: int) -> dict[str, int]:
+    """cpu in cores and memory in GiB, as scheduler units (millicores, bytes)."""
+    vector = {}
+    if cpu:
+        vector["cpu"] = round(cpu * 1000)
+    if mem_gi:
+        vector["memory"] = round(mem_gi * GI)
+    vector.update(extended)
+    return vector
+
+
+def pod(
+    name: str,
+    *,
+    node: str | None = None,
+    priority: int = 0,
+    cpu: float = 0,
+    mem: float = 0,
+    qos: QoS | None = None,
+    start: float | None = None,
+    ns: str = "default",
+    labels: dict[str, str] | None = None,
+    nominated: str | None = None,
+    terminating: bool = False,
+    never: bool = False,
+    unmodelled: tuple[str, ...] = (),
+    **extended: int,
+) -> Pod:
+    requests = resources.effective_requests(containers=[units(cpu, mem, **extended)])
+    if qos is None:
+        qos = QoS.BURSTABLE if (cpu or mem) else QoS.BEST_EFFORT
+    return Pod(
+        uid=f"uid-{ns}-{name}",
+        name=name,
+        namespace=ns,
+        priority=priority,
+        requests=requests,
+        qos=qos,
+        labels=labels if labels is not None else {"app": name},
+        node_name=node,
+        nominated_node_name=nominated,
+        start_time=start,
+        terminating=terminating,
+        preemption_never=never,
+        unmodelled=unmodelled,
+    )
+
+
+def node(name: str, *, cpu: float = 10, mem: float = 64, pods: int = 110, **extended: int) -> Node:
+    return Node(name=name, allocatable={**units(cpu, mem, **extended), "pods": pods})
+
+
+def pdb(name: str, *, allowed: int, match: dict[str, str] | None = None, ns: str = "default", disrupted=()) -> DisruptionBudget:
+    selector = Selector(tuple(sorted((match or {}).items())))
+    return DisruptionBudget(ns, name, selector, allowed, frozenset(disrupted))
+
+
+def view(nodes, pods, budgets=()) -> ClusterView:
+    return ClusterView.build(nodes=nodes, pods=pods, budgets=budgets)
+
+
+def keys(pods) -> list[str]:
+    return [p.name for p in pods]

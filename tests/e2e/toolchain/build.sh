@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Build the upstream binaries the e2e tests run (kube-apiserver, kube-scheduler,
+# kube-controller-manager, etcd, kwok) from the Go module proxy, once per
+# pinned version set, into
+#   ${REPRIEVE_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/reprieve-e2e}/<k8s version>/bin/
+#
+# stdout: the bin directory, and nothing else (progress and timings: stderr).
+# Exit status non-zero on failure, with a one-line reason as the last stderr line.
+#
+# Versions are not written here: they are read from the go.mod files beside
+# this script (go.mod, etcd/go.mod, kwok/go.mod), which pin.sh writes.
+#
+# Env:
+#   REPRIEVE_E2E_CACHE  cache root (see above)
+#   GO                  go binary (default: go on PATH, else /usr/local/go/bin/go)
+#   GOMODCACHE, GOCACHE, GOPROXY ... are honoured as usual by go.
+set -euo pipefail
+
+prog="reprieve e2e"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
+say() { echo "$prog: $*" >&2; }
+die() { echo "$prog: $*" >&2; exit 1; }
+
+# Bump when the build recipe (flags below) changes, to force a rebuild.
+RECIPE=1
+K8S_TAGS="selinux,notest,grpcnotrace" # as upstream hack/lib/golang.sh (non-debug builds)
+
+# --- pinned versions, read from the go.mod files ----------------------------
+modver() { # go.mod module -> version of `require module version` (block or single line)
+  awk -v m="$2" '
+    $0 ~ /=>/ { next }
+    $1 == "require" && $2 == m { print $3; exit }
+    $1 == m { print $2; exit }' "$1"
+}
+K8S_VERSION="$(modver "$here/go.mod" k8s.io/kubernetes)"
+ETCD_VERSION="$(modver "$here/etcd/go.mod" go.etcd.io/etcd/server/v3)"
+KWOK_VERSION="$(modver "$here/kwok/go.mod" sigs.k8s.io/kwok)"
+[[ "$K8S_VERSION" =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] ||
+  die "cannot read the pinned k8s.io/kubernetes version from $here/go.mod (got '$K8S_VERSION'); rerun pin.sh"
+K8S_MINOR="${BASH_REMATCH[1]}"
+STAGING="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
+[[ -n "$ETCD_VERSION" ]] || die "cannot read the pinned etcd version from $here/etcd/go.mod; rerun pin.sh"
+[[ -n "$KWOK_VERSION" ]] || die "cannot read the pinned kwok version from $here/kwok/go.mod; rerun pin.sh"
+bad="$(awk '$0 ~ /=> k8s\.io\// && $NF != v { print $1 " " $NF }' v="$STAGING" "$here/go.mod" | head -n1)"
+[[ -z "$bad" ]] ||
+  die "$here/go.mod replaces $bad but k8s.io/kubernetes is $K8S_VERSION (want $STAGING); rerun pin.sh"
+
+COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler etcd kwok)
+
+cache_root="${REPRIEVE_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/reprieve-e2e}"
+dir="$cache_root/$K8S_VERSION"
+bin="$dir/bin"
+stamp="$dir/build.stamp"
+logs="$dir/logs"
+
+# What the stamp must say for bin/ to be reused: versions + recipe + go.mod/go.sum contents.
+fingerprint="$(
+  printf 'recipe %s\nk8s.io/kubernetes %s\netcd %s\nkwok %s\n' "$RECIPE" "$K8S_VERSION" "$ETCD_VERSION" "$KWOK_VERSION"
+  cd "$here" && sha256sum go.mod go.sum etcd/go.mod etcd/go.sum kwok/go.mod kwok/go.sum
+)"
+
+cached() {
+  [[ -f "$stamp" && "$(cat "$stamp")" == "$fingerprint" ]] || return 1
+  local c
+  for c in "${COMPONENTS[@]}"; do [[ -x "$bin/$c" ]] || return 1; done
+}
+
+if cached; then echo "$bin"; exit 0; fi
+
+mkdir -p "$dir" || die "cannot create the cache directory $dir"
+# One build at a time per version (parallel test workers may all call this).
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$dir/.lock"
+  flock 9 || die "cannot lock $dir/.lock"
+  if cached; then echo "$bin"; exit 0; fi
+fi
+
+GO="${GO:-$(command -v go || true)}"
+[[ -z "$GO" && -x /usr/local/go/bin/go ]] && GO=/usr/local/go/bin/go
+[[ -n "$GO" ]] || die "go not found on PATH (Go >= 1.26 is needed to build the e2e binaries)"
+
+export GOWORK=off CGO_ENABLED=0
+rm -f "$stamp"
+rm -rf "$logs" "$dir/bin.partial"
+mkdir -p "$logs" "$dir/bin.partial"
+out="$dir/bin.partial"
+
+now() { date +%s.%N; }
+dt() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
+reason() { # first informative line of a go log
+  local r
+  r="$(grep -m1 -E '^go: |\.go:[0-9]+(:[0-9]+)?: |[Ee]rror' "$1" || true)"
+  [[ -n "$r" ]] || r="$(grep -v '^[[:space:]]*$' "$1" | tail -n1 || true)"
+  printf '%s' "${r:0:300}"
+}
+fail() { # what log
+  tail -n 20 "$2" >&2 || true
+  die "$1 failed: $(reason "$2"); see log $2"
+}
+
+say "building kube-apiserver/kube-controller-manager/kube-scheduler $K8S_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION into $bin (logs: $logs)"
+t_all="$(now)"
+
+# --- download ---------------------------------------------------------------
+t="$(now)"
+for m in ".:kubernetes $K8S_VERSION" "etcd:etcd $ETCD_VERSION" "kwok:kwok $KWOK_VERSION"; do
+  d="${m%%:*}" what="${m#*:}" log="$logs/download-${d/./kubernetes}.log"
+  (cd "$here/$d" && "$GO" mod download -x) >"$log" 2>&1 ||
+    fail "downloading the Go modules for $what from the Go module proxy" "$log"
+done
+say "download: $(dt "$t")"
+
+# --- compile ----------------------------------------------------------------
+build_flags=(-mod=readonly -trimpath -buildvcs=false)
+ts="$(cd "$here" && "$GO" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes 2>/dev/null || true)"
+k8s_ldflags="-s -w"
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  k8s_ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$K8S_MINOR"
+  [[ -n "$ts" ]] && k8s_ldflags+=" -X $pkg.buildDate=$ts"
+done
+
+for c in kube-apiserver kube-controller-manager kube-scheduler; do
+  t="$(now)" log="$logs/$c.log"
+  (cd "$here" && "$GO" build "${build_flags[@]}" -tags "$K8S_TAGS" -ldflags "$k8s_ldflags" \
+    -o "$out/$c" "k8s.io/kubernetes/cmd/$c") >"$log" 2>&1 ||
+    fail "building $c $K8S_VERSION from the Go module proxy" "$log"
+  say "compile $c: $(dt "$t")"
+done
+
+t="$(now)" log="$logs/etcd.log"
+(cd "$here/etcd" && "$GO" build "${build_flags[@]}" \
+  -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_VERSION" \
+  -o "$out/etcd" go.etcd.io/etcd/server/v3) >"$log" 2>&1 ||
+  fail "building etcd $ETCD_VERSION from the Go module proxy" "$log"
+say "compile etcd: $(dt "$t")"
+
+t="$(now)" log="$logs/kwok.log"
+(cd "$here/kwok" && "$GO" build "${build_flags[@]}" \
+  -ldflags "-s -w" \
+  -o "$out/kwok" sigs.k8s.io/kwok/cmd/kwok) >"$log" 2>&1 ||
+  fail "building kwok $KWOK_VERSION from the Go module proxy" "$log"
+say "compile kwok: $(dt "$t")"
+
+# --- sanity check, publish, stamp last ---------------------------------------
+for c in "${COMPONENTS[@]}"; do
+  log="$logs/$c.version.log"
+  "$out/$c" --version >"$log" 2>&1 || fail "running the freshly built $c --version" "$log"
+done
+grep -q "Kubernetes $K8S_VERSION" "$logs/kube-apiserver.version.log" ||
+  die "kube-apiserver --version does not report $K8S_VERSION: $(head -c 200 "$logs/kube-apiserver.version.log")"
+
+rm -rf "$bin"
+mv "$out" "$bin"
+printf '%s\n' "$fingerprint" >"$stamp.tmp" && mv "$stamp.tmp" "$stamp"
+say "done in $(dt "$t_all"): $(cd "$bin" && du -ch "${COMPONENTS[@]}" | tail -n1 | cut -f1) in $bin"
+echo "$bin"

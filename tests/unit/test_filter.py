@@ -1,0 +1,73 @@
+"""filter: nominated-pod accounting and the FailedNodes / FailedAndUnresolvableNodes split."""
+
+from __future__ import annotations
+
+from policy.filter import filter_nodes
+from tests.builders import node, pod, view
+
+
+def run(running, preemptor, names=("n1",)):
+    return filter_nodes(view=view([node("n1")], running), pod=preemptor, node_names=names)
+
+
+def test_fits():
+    # 6 of 10 used, needs 4: 6+4 = 10 <= 10.
+    decision = run([pod("a", node="n1", cpu=6)], pod("p", priority=5, cpu=4))
+    assert decision.passed == ("n1",) and not decision.failed and not decision.unresolvable
+
+
+def test_room_held_by_higher_priority_nomination_fails_with_its_name():
+    # 4 used + 4 held for 'holder' (priority 100 >= 5) + 4 needed = 12 > 10. Without the
+    # hold it would fit (8 <= 10); removing the priority-0 pod would also make room, so
+    # preemption may help: FailedNodes, naming the holder.
+    decision = run(
+        [pod("a", node="n1", priority=0, cpu=4), pod("holder", priority=100, cpu=4, nominated="n1")],
+        pod("p", priority=5, cpu=4),
+    )
+    assert decision.passed == ()
+    assert decision.failed == {"n1": "fits only in room held for nominated default/holder (priority 100)"}
+
+
+def test_equal_priority_nomination_also_holds_room():
+    decision = run(
+        [pod("a", node="n1", cpu=4), pod("holder", priority=5, cpu=4, nominated="n1")], pod("p", priority=5, cpu=4)
+    )
+    assert "n1" in decision.failed
+
+
+def test_lower_priority_nomination_does_not_hold_room():
+    # 'holder' has priority 1 < 5: its room may be taken. 4 + 4 = 8 <= 10.
+    decision = run(
+        [pod("a", node="n1", cpu=4), pod("holder", priority=1, cpu=4, nominated="n1")], pod("p", priority=5, cpu=4)
+    )
+    assert decision.passed == ("n1",)
+
+
+def test_the_pod_does_not_hold_room_against_itself():
+    # The pod being placed is itself nominated to n1: its own reservation is not counted.
+    me = pod("p", priority=5, cpu=4, nominated="n1")
+    decision = filter_nodes(view=view([node("n1")], [pod("a", node="n1", cpu=6), me]), pod=me, node_names=["n1"])
+    assert decision.passed == ("n1",)
+
+
+def test_unresolvable_when_even_preemption_cannot_make_room():
+    # 'peer' (priority 5, 3 cpu) stays, 'holder' (priority 100) holds 5: 3+5+4 = 12 > 10 even
+    # with every lower-priority pod gone, so preemption cannot help.
+    decision = run(
+        [pod("peer", node="n1", priority=5, cpu=3), pod("low", node="n1", priority=0, cpu=2), pod("holder", priority=100, cpu=5, nominated="n1")],
+        pod("p", priority=5, cpu=4),
+    )
+    assert list(decision.unresolvable) == ["n1"]
+    assert "short of cpu=2" in decision.unresolvable["n1"]
+    assert "default/holder" in decision.unresolvable["n1"]
+
+
+def test_plain_shortage_that_preemption_can_fix():
+    decision = run([pod("low", node="n1", priority=0, cpu=8)], pod("p", priority=5, cpu=4))
+    assert decision.failed == {"n1": "short of cpu=2"}
+
+
+def test_unknown_node_passes_and_order_is_kept():
+    decision = filter_nodes(view=view([node("n1")], []), pod=pod("p", cpu=1), node_names=["zz", "n1"])
+    assert decision.passed == ("zz", "n1")
+    assert decision.unknown == ("zz",)

@@ -1,0 +1,180 @@
+"""The preempt decision over several candidate nodes: eligibility, ranking, pass-through, fallback."""
+
+from __future__ import annotations
+
+import pytest
+
+from policy.model import HOST_PORTS, POD_ANTI_AFFINITY
+from policy.preempt import Proposal, Verdict, decide
+from policy.qos import QoS
+from tests.builders import node, pdb, pod, view
+
+G, B = QoS.GUARANTEED, QoS.BURSTABLE
+
+
+def proposals(**victims):
+    return {n: Proposal(tuple(f"uid-default-{v}" for v in vs), 0) for n, vs in victims.items()}
+
+
+def outcome(decision, name):
+    return next(o for o in decision.outcomes if o.node == name)
+
+
+@pytest.mark.parametrize(
+    "running, budgets, chosen",
+    [
+        pytest.param(
+            # Each node: 10 cpu, one 10-cpu victim. n1's victim is behind a zero-allowance budget
+            # (1 violation); n2's is not (0). Fewest violations wins even though n2's victim has
+            # the higher priority.
+            [pod("a", node="n1", priority=1, cpu=10, labels={"app": "db"}), pod("b", node="n2", priority=5, cpu=10)],
+            [pdb("db", allowed=0, match={"app": "db"})],
+            ("n2",),
+            id="fewest-pdb-violations",
+        ),
+        pytest.param(
+            # No budgets: the lower highest-victim priority wins (1 < 5).
+            [pod("a", node="n1", priority=1, cpu=10), pod("b", node="n2", priority=5, cpu=10)],
+            [],
+            ("n1",),
+            id="lowest-highest-victim-priority",
+        ),
+        pytest.param(
+            # Same priority: a Burstable victim is cheaper than a Guaranteed one.
+            [pod("a", node="n1", priority=1, cpu=10, qos=G), pod("b", node="n2", priority=1, cpu=10, qos=B)],
+            [],
+            ("n2",),
+            id="fewer-guaranteed-victims",
+        ),
+        pytest.param(
+            # Same priority and QoS: one victim (n2) beats two (n1). Sums: n1 2*(1+2^31) > n2 1*(1+2^31).
+            [
+                pod("a1", node="n1", priority=1, cpu=5),
+                pod("a2", node="n1", priority=1, cpu=5),
+                pod("b", node="n2", priority=1, cpu=10),
+            ],
+            [],
+            ("n2",),
+            id="fewer-victims-by-shifted-sum",
+        ),
+        pytest.param(
+            # Everything equal but start times: evict the younger work (n2's victim started later).
+            [pod("a", node="n1", priority=1, cpu=10, start=100), pod("b", node="n2", priority=1, cpu=10, start=500)],
+            [],
+            ("n2",),
+            id="latest-start-of-top-victims",
+        ),
+        pytest.param(
+            # Exact ties are all returned; the scheduler picks among them.
+            [pod("a", node="n1", priority=1, cpu=10, start=100), pod("b", node="n2", priority=1, cpu=10, start=100)],
+            [],
+            ("n1", "n2"),
+            id="exact-tie-returns-both",
+        ),
+    ],
+)
+def test_node_ranking(running, budgets, chosen):
+    v = view([node("n1"), node("n2")], running, budgets)
+    preemptor = pod("pre", priority=10, cpu=10)
+    on = {n: [p.name for p in running if p.node_name == n] for n in ("n1", "n2")}
+    decision = decide(view=v, preemptor=preemptor, proposals=proposals(**on))
+    assert tuple(decision.answer) == chosen
+    for name in {"n1", "n2"} - set(chosen):
+        assert outcome(decision, name).verdict is Verdict.OUTRANKED
+        assert any(r.startswith("not chosen") for r in outcome(decision, name).reasons)
+
+
+def test_answer_uses_reprieves_victims_not_the_schedulers():
+    # The scheduler proposes the Guaranteed pod; reprieve answers with the Burstable one.
+    v = view(
+        [node("n1")],
+        [pod("g", node="n1", priority=1, cpu=5, qos=G, start=200), pod("b", node="n1", priority=1, cpu=5, qos=B, start=100)],
+    )
+    decision = decide(view=v, preemptor=pod("pre", priority=10, cpu=5), proposals=proposals(n1=["g"]))
+    assert decision.answer == {"n1": Proposal(("uid-default-b",), 0)}
+
+
+def test_hopeless_node_is_dropped():
+    # n1 keeps 8 of 10 at priority >= 10: no eviction makes room for 5. n2 works.
+    v = view([node("n1"), node("n2")], [pod("keep", node="n1", priority=50, cpu=8), pod("low", node="n1", priority=1, cpu=2), pod("b", node="n2", priority=1, cpu=10)])
+    decision = decide(view=v, preemptor=pod("pre", priority=10, cpu=5), proposals=proposals(n1=["low"], n2=["b"]))
+    assert list(decision.answer) == ["n2"]
+    assert outcome(decision, "n1").verdict is Verdict.DROPPED
+
+
+def test_all_dropped_answers_empty():
+    v = view([node("n1")], [pod("keep", node="n1", priority=50, cpu=8), pod("low", node="n1", priority=1, cpu=2)])
+    decision = decide(view=v, preemptor=pod("pre", priority=10, cpu=5), proposals=proposals(n1=["low"]))
+    assert decision.answer == {}
+    assert "no candidate node" in decision.reasons[-1]
+
+
+def test_unknown_node_and_unknown_victim_pass_through_exactly():
+    v = view([node("n1"), node("n2")], [pod("a", node="n1", priority=1, cpu=10), pod("b", node="n2", priority=1, cpu=10)])
+    sent = {
+        "n1": Proposal(("uid-default-a",), 0),
+        "n2": Proposal(("uid-nobody-knows",), 3),
+        "ghost": Proposal(("uid-ghost-pod",), 2),
+    }
+    decision = decide(view=v, preemptor=pod("pre", priority=10, cpu=10), proposals=sent)
+    # n2's proposal names a UID reprieve does not know on n2, so it passes through even
+    # though reprieve could derive a victim there; ghost is not a node reprieve knows.
+    assert decision.answer["n2"] == sent["n2"]
+    assert decision.answer["ghost"] == sent["ghost"]
+    assert decision.answer["n1"] == Proposal(("uid-default-a",), 0)
+    assert outcome(decision, "ghost").verdict is Verdict.PASSED_THROUGH
+
+
+def test_unmodelled_constraint_keeps_scheduler_victims_and_recounts_pdbs():
+    # The preemptor uses host ports. Reprieve would pick 'b', but keeps the scheduler's 'g'
+    # and recounts its budget: 'g' is behind a zero-allowance PDB, so 1 violation (sent as 0).
+    v = view(
+        [node("n1")],
+        [pod("g", node="n1", priority=1, cpu=5, qos=G, labels={"app": "db"}), pod("b", node="n1", priority=1, cpu=5, qos=B)],
+        [pdb("db", allowed=0, match={"app": "db"})],
+    )
+    preemptor = pod("pre", priority=10, cpu=5, unmodelled=(HOST_PORTS,))
+    decision = decide(view=v, preemptor=preemptor, proposals=proposals(n1=["g"]))
+    assert decision.answer == {"n1": Proposal(("uid-default-g",), 1)}
+    assert outcome(decision, "n1").kept_scheduler_victims
+
+
+def test_existing_pod_with_required_anti_affinity_keeps_scheduler_victims():
+    v = view(
+        [node("n1")],
+        [pod("picky", node="n1", priority=1, cpu=1, unmodelled=(POD_ANTI_AFFINITY,)), pod("b", node="n1", priority=1, cpu=9)],
+    )
+    decision = decide(view=v, preemptor=pod("pre", priority=10, cpu=1), proposals=proposals(n1=["picky"]))
+    assert decision.answer == {"n1": Proposal(("uid-default-picky",), 0)}
+
+
+def test_preemption_policy_never_answers_no_candidates():
+    v = view([node("n1")], [pod("a", node="n1", priority=1, cpu=10)])
+    decision = decide(view=v, preemptor=pod("pre", priority=10, cpu=5, never=True), proposals=proposals(n1=["a"]))
+    assert decision.answer == {}
+    assert decision.reasons == ("preemptionPolicy is Never",)
+
+
+@pytest.mark.parametrize(
+    "leaving_priority, answered",
+    [
+        pytest.param(1, False, id="lower-priority-pod-terminating-on-nominated-node-waits"),
+        pytest.param(10, True, id="equal-priority-terminating-pod-does-not-block"),
+    ],
+)
+def test_nominated_node_with_terminating_victim(leaving_priority, answered):
+    v = view(
+        [node("n1"), node("n2")],
+        [pod("leaving", node="n1", priority=leaving_priority, cpu=5, terminating=True), pod("b", node="n2", priority=1, cpu=10)],
+    )
+    preemptor = pod("pre", priority=10, cpu=10, nominated="n1")
+    decision = decide(view=v, preemptor=preemptor, proposals=proposals(n2=["b"]))
+    assert bool(decision.answer) is answered
+
+
+def test_zero_victims_in_reprieves_view_keeps_scheduler_victims():
+    # Reprieve's view has room (5 of 10 used), the scheduler's does not: keep its victim.
+    v = view([node("n1")], [pod("a", node="n1", priority=1, cpu=5)])
+    decision = decide(view=v, preemptor=pod("pre", priority=10, cpu=5), proposals=proposals(n1=["a"]))
+    assert decision.answer == {"n1": Proposal(("uid-default-a",), 0)}
+    assert outcome(decision, "n1").kept_scheduler_victims
