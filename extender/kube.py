@@ -83,7 +83,7 @@ class PodSpec(_Object):
 
 class PodStatus(_Object):
     phase: StrictStr | None = None
-    qosClass: StrictStr | None = None
+    qosClass: Literal["BestEffort", "Burstable", "Guaranteed"] | None = None
     nominatedNodeName: StrictStr | None = None
     startTime: datetime | None = None
 

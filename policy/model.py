@@ -7,7 +7,7 @@ so they are cheap to keep for every pod of a large cluster.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from policy.labels import Selector
 from policy.qos import QoS
@@ -64,10 +64,10 @@ class DisruptionBudget:
     selector: Selector
     disruptions_allowed: int
     disrupted_pods: frozenset[str] = frozenset()
+    key: str = field(init=False, compare=False)  # namespace/name, kept: accounting indexes by it
 
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.namespace}/{self.name}")
 
     def covers(self, pod: Pod) -> bool:
         """Upstream's match: same namespace, a labelled pod, a non-empty matching selector."""

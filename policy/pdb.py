@@ -8,14 +8,21 @@ neither does a terminating pod (the controller no longer counts it as healthy).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from policy.model import DisruptionBudget, Pod
 
+# pod -> the budgets that cover it (ClusterView.budgets_covering)
+BudgetsOf = Callable[[Pod], Sequence[DisruptionBudget]]
 
-def _spends(budget: DisruptionBudget, pod: Pod) -> bool:
-    return not pod.terminating and budget.covers(pod) and pod.name not in budget.disrupted_pods
+
+def _spent_on(pod: Pod, budgets_of: BudgetsOf) -> Sequence[DisruptionBudget]:
+    """The budgets whose allowance evicting ``pod`` would spend."""
+    budgets = budgets_of(pod)
+    if not budgets or pod.terminating:
+        return ()
+    return [b for b in budgets if pod.name not in b.disrupted_pods]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +39,7 @@ class Violations:
 NO_VIOLATIONS = Violations(count=0, budgets=())
 
 
-def count_violations(
-    victims: Sequence[Pod], budgets_by_namespace: Mapping[str, Sequence[DisruptionBudget]]
-) -> Violations:
+def count_violations(victims: Sequence[Pod], budgets_of: BudgetsOf) -> Violations:
     """Exactly how many of ``victims`` (evicted together) go past a budget's allowance.
 
     Stable like upstream: victims are walked in the order given and each decrements the
@@ -47,9 +52,7 @@ def count_violations(
     count = 0
     for pod in victims:
         violating = False
-        for budget in budgets_by_namespace.get(pod.namespace, ()):
-            if not _spends(budget, pod):
-                continue
+        for budget in _spent_on(pod, budgets_of):
             left = allowed.get(budget.key, budget.disruptions_allowed) - 1
             allowed[budget.key] = left
             if left < 0:
@@ -59,9 +62,7 @@ def count_violations(
     return Violations(count=count, budgets=tuple(sorted(violated)))
 
 
-def protected(
-    candidates: Iterable[Pod], budgets_by_namespace: Mapping[str, Sequence[DisruptionBudget]]
-) -> frozenset[str]:
+def protected(candidates: Iterable[Pod], budgets_of: BudgetsOf) -> frozenset[str]:
     """UIDs of the candidates that a budget cannot afford to lose all together.
 
     A budget that covers more of the candidates than its allowance protects every candidate
@@ -69,19 +70,12 @@ def protected(
     is spent on the least important of them. Candidates covered only by budgets with enough
     allowance for all of them are not protected.
     """
-    candidates = tuple(candidates)
     covered: dict[str, list[str]] = {}
     allowance: dict[str, int] = {}
     for pod in candidates:
-        for budget in budgets_by_namespace.get(pod.namespace, ()):
-            if _spends(budget, pod):
-                covered.setdefault(budget.key, []).append(pod.uid)
-                allowance[budget.key] = budget.disruptions_allowed
+        for budget in _spent_on(pod, budgets_of):
+            covered.setdefault(budget.key, []).append(pod.uid)
+            allowance[budget.key] = budget.disruptions_allowed
     return frozenset(
         uid for key, uids in covered.items() if len(uids) > allowance[key] for uid in uids
     )
-
-
-def covering(pod: Pod, budgets_by_namespace: Mapping[str, Sequence[DisruptionBudget]]) -> tuple[str, ...]:
-    """Keys of the budgets that cover ``pod``."""
-    return tuple(b.key for b in budgets_by_namespace.get(pod.namespace, ()) if b.covers(pod))

@@ -9,7 +9,7 @@ from enum import Enum
 
 from policy import ranking
 from policy.model import POD_ANTI_AFFINITY, Pod
-from policy.pdb import NO_VIOLATIONS, Violations, count_violations
+from policy.pdb import NO_VIOLATIONS, BudgetsOf, Violations, count_violations
 from policy.victims import NodeRejected, select_victims
 from policy.view import ClusterView, NodeInfo
 
@@ -114,14 +114,14 @@ def _evaluate(view: ClusterView, preemptor: Pod, name: str, proposal: Proposal) 
             Verdict.PASSED_THROUGH,
             reasons=(f"victim UID(s) {', '.join(unknown)} unknown to reprieve on this node",),
         )
-    budgets = view.budgets
+    budgets = view.budgets_covering
     proposed = [on_node[uid] for uid in proposal.uids]
     unmodelled = _unmodelled(preemptor, node)
     if unmodelled:
         return _keep_scheduler_victims(name, proposed, budgets, unmodelled)
 
     reservations = view.reservations(name, pod=preemptor)
-    selection = select_victims(node=node, preemptor=preemptor, reservations=reservations, budgets=budgets)
+    selection = select_victims(node=node, preemptor=preemptor, reservations=reservations, budgets_of=budgets)
     if isinstance(selection, NodeRejected):
         return NodeOutcome(name, Verdict.DROPPED, reasons=(selection.reason,))
     if not selection.victims:
@@ -146,7 +146,7 @@ def _unmodelled(preemptor: Pod, node: NodeInfo) -> str:
     return ""
 
 
-def _keep_scheduler_victims(name: str, victims: list[Pod], budgets, why: str) -> NodeOutcome:
+def _keep_scheduler_victims(name: str, victims: list[Pod], budgets: BudgetsOf, why: str) -> NodeOutcome:
     violations = count_violations(victims, budgets)
     return NodeOutcome(
         name,

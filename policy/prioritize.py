@@ -38,24 +38,27 @@ def score_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> tu
         CPU,
         resources.MEMORY,
     ]
-    own_budgets = [b for b in view.budgets_for(pod.namespace) if b.covers(pod)]
+    siblings_on: dict[str, list[str]] = {}  # node -> pods there under one of the pod's own budgets
+    for budget in view.budgets_covering(pod):
+        for member in view.budget_members.get(budget.key, ()):
+            if member.node_name and member.uid != pod.uid:
+                siblings_on.setdefault(member.node_name, []).append(member.key)
     scores = []
     for name in node_names:
         info = view.nodes.get(name)
         if info is None:
             scores.append(NodeScore(name, 0, "node unknown to reprieve"))
             continue
-        alloc = info.node.allocatable
+        alloc, requested = info.node.allocatable, info.requested
         holders = view.reservations(name, pod=pod)
-        used = resources.add(info.requested, pod.requests, *(p.requests for p in holders))
-        fractions = [
-            max(0, alloc.get(r, 0) - used.get(r, 0)) / alloc[r] if alloc.get(r, 0) > 0 else 0.0
-            for r in considered
-        ]
-        room = sum(fractions) / len(fractions)
-        siblings = sorted(
-            p.key for p in info.pods if p.uid != pod.uid and any(b.covers(p) for b in own_budgets)
-        )
+        room = 0.0
+        for r in considered:
+            total = alloc.get(r, 0)
+            if total > 0:
+                used = requested.get(r, 0) + pod.requests.get(r, 0) + sum(h.requests.get(r, 0) for h in holders)
+                room += max(0, total - used) / total
+        room /= len(considered)
+        siblings = sorted(set(siblings_on.get(name, ())))
         score = math.floor(9 * room) + (0 if siblings else 1)
         reason = f"{room:.0%} free after placing the pod"
         if holders:

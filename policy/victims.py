@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from policy import resources
-from policy.model import DisruptionBudget, Pod
-from policy.pdb import Violations, count_violations, protected
+from policy.model import Pod
+from policy.pdb import BudgetsOf, Violations, count_violations, protected
 from policy.view import NodeInfo
 
 
@@ -46,7 +46,7 @@ def select_victims(
     node: NodeInfo,
     preemptor: Pod,
     reservations: Sequence[Pod],
-    budgets: Mapping[str, Sequence[DisruptionBudget]],
+    budgets_of: BudgetsOf,
 ) -> VictimSelection | NodeRejected:
     """The victims reprieve would evict on ``node`` so that ``preemptor`` fits.
 
@@ -85,7 +85,7 @@ def select_victims(
     # Step 3. ``slack`` is the room left for reprieved pods in each checked resource.
     checked = resources.checked_resources(request)
     slack = {r: alloc.get(r, 0) - kept.get(r, 0) - request[r] for r in checked}
-    shielded = protected((p for p in candidates if not p.terminating), budgets)
+    shielded = protected((p for p in candidates if not p.terminating), budgets_of)
     order = sorted(
         (p for p in candidates if not p.terminating),
         key=lambda p: (p.uid not in shielded, importance(p)),
@@ -102,7 +102,7 @@ def select_victims(
             victims.append(pod)
     # Step 4.
     ordered = most_important_first(victims)
-    violations = count_violations(ordered, budgets)
+    violations = count_violations(ordered, budgets_of)
     freed = resources.add(*(p.requests for p in victims))
     reasons = [
         f"{len(candidates)} lower-priority pod(s), {reprieved} reprieved"

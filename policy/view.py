@@ -57,6 +57,9 @@ class ClusterView:
     nominated: Mapping[str, tuple[Pod, ...]]  # node name -> pending pods nominated to it
     budgets: Mapping[str, tuple[DisruptionBudget, ...]]  # namespace -> its PDBs
     priority_classes: Mapping[str, PriorityClass]
+    # PDB coverage, computed once: matching selectors is the costliest step of a decision.
+    pod_budgets: Mapping[str, tuple[DisruptionBudget, ...]]  # pod UID -> budgets covering it
+    budget_members: Mapping[str, tuple[Pod, ...]]  # budget key -> the pods it covers
 
     @classmethod
     def build(
@@ -78,12 +81,22 @@ class ClusterView:
         by_namespace: dict[str, list[DisruptionBudget]] = defaultdict(list)
         for budget in budgets:
             by_namespace[budget.namespace].append(budget)
+        pod_budgets: dict[str, tuple[DisruptionBudget, ...]] = {}
+        members: dict[str, list[Pod]] = defaultdict(list)
+        for pod in pods:
+            covering = tuple(b for b in by_namespace.get(pod.namespace, ()) if b.covers(pod))
+            if covering:
+                pod_budgets[pod.uid] = covering
+                for budget in covering:
+                    members[budget.key].append(pod)
         return cls(
             nodes={n.name: NodeInfo.build(n, bound.get(n.name, ())) for n in nodes},
             pods={p.uid: p for p in pods},
             nominated={name: tuple(ps) for name, ps in nominated.items()},
             budgets={ns: tuple(bs) for ns, bs in by_namespace.items()},
             priority_classes={c.name: c for c in priority_classes},
+            pod_budgets=pod_budgets,
+            budget_members={key: tuple(ps) for key, ps in members.items()},
         )
 
     def reservations(self, node_name: str, *, pod: Pod) -> tuple[Pod, ...]:
@@ -98,5 +111,8 @@ class ClusterView:
             if other.priority >= pod.priority and other.uid != pod.uid
         )
 
-    def budgets_for(self, namespace: str) -> tuple[DisruptionBudget, ...]:
-        return self.budgets.get(namespace, ())
+    def budgets_covering(self, pod: Pod) -> tuple[DisruptionBudget, ...]:
+        """The PodDisruptionBudgets that cover ``pod`` (see DisruptionBudget.covers)."""
+        if pod.uid in self.pods:
+            return self.pod_budgets.get(pod.uid, ())
+        return tuple(b for b in self.budgets.get(pod.namespace, ()) if b.covers(pod))

@@ -31,7 +31,7 @@ def test_victims_make_room_and_none_could_be_spared(running, need, preemptor_pri
     ]
     v = view([node("n1", cpu=10, pods=pod_slots)], pods)
     preemptor = pod("pre", priority=preemptor_priority, cpu=need)
-    result = select_victims(node=v.nodes["n1"], preemptor=preemptor, reservations=(), budgets={})
+    result = select_victims(node=v.nodes["n1"], preemptor=preemptor, reservations=(), budgets_of=lambda p: ())
     if not isinstance(result, VictimSelection):
         return
     alloc = v.nodes["n1"].node.allocatable

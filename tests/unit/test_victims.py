@@ -14,7 +14,7 @@ G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
 def select(running, preemptor, budgets=(), capacity=10, **node_kw):
     v = view([node("n1", cpu=capacity, **node_kw)], running, budgets)
     return select_victims(
-        node=v.nodes["n1"], preemptor=preemptor, reservations=v.reservations("n1", pod=preemptor), budgets=v.budgets
+        node=v.nodes["n1"], preemptor=preemptor, reservations=v.reservations("n1", pod=preemptor), budgets_of=v.budgets_covering
     )
 
 

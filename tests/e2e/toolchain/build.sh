@@ -130,7 +130,7 @@ done
 
 t="$(now)" log="$logs/etcd.log"
 (cd "$here/etcd" && "$GO" build "${build_flags[@]}" \
-  -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_VERSION" \
+  -ldflags "-s -w" \
   -o "$out/etcd" go.etcd.io/etcd/server/v3) >"$log" 2>&1 ||
   fail "building etcd $ETCD_VERSION from the Go module proxy" "$log"
 say "compile etcd: $(dt "$t")"

@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from extender import snapshot
+from extender.app import create_app
+from extender.cluster import StaticCluster
+from extender.config import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "cluster.yaml"
+
+
+@pytest.fixture(scope="session")
+def example_view():
+    return snapshot.load(EXAMPLE)
+
+
+@pytest.fixture
+def client(example_view):
+    return create_app(Settings(), cluster=StaticCluster(example_view)).test_client()

@@ -1,0 +1,123 @@
+"""HTTP behaviour: bad input is a 400 with a JSON message, health and metrics, safe answers when not ready."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from extender.app import create_app
+from extender.config import Settings
+from extender.metrics import Metrics
+from tests.conftest import ROOT
+
+REQUESTS = ROOT / "examples" / "requests"
+POD = {"metadata": {"name": "p", "namespace": "ns", "uid": "u"}, "spec": {"priority": 5}}
+
+
+def body(obj) -> bytes:
+    return orjson.dumps(obj)
+
+
+BAD = [
+    pytest.param("filter", b"", "empty request body", id="empty-body"),
+    pytest.param("filter", b"{not json", "Invalid JSON", id="not-json"),
+    pytest.param("filter", b"[]", "Input should be an object", id="array-not-object"),
+    pytest.param("filter", body({"Nodes": None, "NodeNames": ["a"]}), "Pod is required", id="filter-without-pod"),
+    pytest.param("filter", body({"Pod": None, "NodeNames": ["a"]}), "Pod is required", id="filter-null-pod"),
+    pytest.param("filter", body({"Pod": POD, "Nodes": None, "NodeNames": None}), "one of NodeNames", id="filter-without-nodes"),
+    pytest.param("filter", body({"Pod": POD, "NodeNames": "node-a"}), "NodeNames: Input should be a valid array", id="names-not-a-list"),
+    pytest.param("filter", body({"Pod": POD, "NodeNames": [1]}), "NodeNames.0: Input should be a valid string", id="name-not-a-string"),
+    pytest.param("filter", body({"Pod": POD, "Nodes": {"items": [{"metadata": {}}]}}), "Nodes.items.0.metadata.name: required", id="node-without-name"),
+    pytest.param("prioritize", body({"Pod": {"spec": {"priority": "high"}}, "NodeNames": []}), "Pod.spec.priority", id="priority-wrong-type"),
+    pytest.param(
+        "prioritize",
+        body({"Pod": {"spec": {"containers": [{"resources": {"requests": {"cpu": "fast"}}}]}}, "NodeNames": []}),
+        "Pod.spec.containers.0.resources.requests.cpu: 'fast' is not a quantity",
+        id="bad-quantity",
+    ),
+    pytest.param("preempt", body({"Pod": POD}), "one of NodeNameToMetaVictims", id="preempt-without-victims"),
+    pytest.param(
+        "preempt", body({"Pod": POD, "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": 7}]}}}), "UID: Input should be a valid string", id="uid-not-a-string"
+    ),
+    pytest.param(
+        "preempt",
+        body({"Pod": POD, "NodeNameToMetaVictims": {"n": {"Pods": [], "NumPDBViolations": 1.5}}}),
+        "NumPDBViolations: Input should be a valid integer",
+        id="float-violations",
+    ),
+    pytest.param("preempt", body({"Pod": {"status": {"qosClass": "Platinum"}}, "NodeNameToMetaVictims": {}}), None, id="unknown-qos-class"),
+]
+
+
+@pytest.mark.parametrize("verb, data, message", BAD)
+def test_bad_input_is_a_400_with_a_json_message(client, verb, data, message):
+    response = client.post(f"/{verb}", data=data, content_type="application/json")
+    assert response.status_code == 400, response.data
+    assert response.content_type == "application/json"
+    error = orjson.loads(response.data)["Error"]
+    assert error.startswith(f"{verb}: ")
+    if message:
+        assert message in error
+
+
+def test_errors_change_nothing_and_the_next_request_succeeds(client):
+    good = (REQUESTS / "preempt.json").read_bytes()
+    first = client.post("/preempt", data=good).data
+    for _, data, _ in (p.values for p in BAD):
+        client.post("/preempt", data=data)
+    assert client.post("/preempt", data=good).data == first
+
+
+@pytest.mark.parametrize("verb", ["filter", "prioritize", "preempt"])
+def test_example_requests_from_the_readme(client, verb):
+    response = client.post(f"/{verb}", data=(REQUESTS / f"{verb}.json").read_bytes())
+    assert response.status_code == 200
+    assert response.content_type == "application/json"
+
+
+def test_readme_examples_say_what_the_readme_says(client):
+    # The README quotes these answers; keep it honest.
+    readme = (ROOT / "README.md").read_text()
+    for verb in ("filter", "prioritize", "preempt"):
+        answer = client.post(f"/{verb}", data=(REQUESTS / f"{verb}.json").read_bytes()).data.decode()
+        assert answer in readme, f"README's {verb} answer is out of date:\n{answer}"
+
+
+def test_other_routes_and_methods_answer_json(client):
+    assert client.get("/filter").status_code == 405
+    missing = client.post("/bind", data=b"{}")
+    assert missing.status_code == 404 and missing.content_type == "application/json"
+
+
+def test_health_ready_metrics(client):
+    assert client.get("/healthz").status_code == 200
+    ready = client.get("/readyz")
+    assert ready.status_code == 200 and ready.json["ready"] is True
+    client.post("/filter", data=(REQUESTS / "filter.json").read_bytes())
+    client.post("/filter", data=b"nope")
+    text = client.get("/metrics").data.decode()
+    assert 'reprieve_requests_total{code="200",verb="filter"} 1.0' in text
+    assert 'reprieve_requests_total{code="400",verb="filter"} 1.0' in text
+    assert 'reprieve_request_duration_seconds_count{verb="filter"} 2.0' in text
+
+
+class NotReady:
+    def view(self):
+        return None
+
+    def describe(self):
+        return "still listing"
+
+
+def test_safe_answers_while_not_ready():
+    metrics = Metrics()
+    client = create_app(Settings(), cluster=NotReady(), metrics=metrics).test_client()
+    assert client.get("/readyz").status_code == 503
+    filtered = client.post("/filter", data=(REQUESTS / "filter.json").read_bytes()).json
+    assert filtered["NodeNames"] == ["node-a", "node-b", "node-c", "node-d"] and filtered["FailedNodes"] == {}
+    assert client.post("/prioritize", data=(REQUESTS / "prioritize.json").read_bytes()).json == []
+    sent = orjson.loads((REQUESTS / "preempt.json").read_bytes())["NodeNameToMetaVictims"]
+    assert client.post("/preempt", data=(REQUESTS / "preempt.json").read_bytes()).json["NodeNameToMetaVictims"] == sent
+    text = client.get("/metrics").data.decode()
+    for verb in ("filter", "prioritize", "preempt"):
+        assert f'reprieve_not_ready_answers_total{{verb="{verb}"}} 1.0' in text
