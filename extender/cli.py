@@ -18,10 +18,19 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="reprieve", description="A kinder, smarter kube-scheduler preemption extender.")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="answer the scheduler's filter, prioritize and preempt calls")
-    serve.add_argument(
+    source = serve.add_mutually_exclusive_group()
+    source.add_argument(
         "--snapshot",
         default=os.environ.get("REPRIEVE_SNAPSHOT"),
         help="cluster dump to decide from (kubectl get nodes,pods,pdb,priorityclasses -A -o yaml); env REPRIEVE_SNAPSHOT",
+    )
+    source.add_argument("--kubeconfig", help="watch the cluster this kubeconfig points at")
+    source.add_argument("--in-cluster", action="store_true", help="watch the cluster reprieve runs in (service account)")
+    serve.add_argument(
+        "--staleness-bound",
+        type=float,
+        default=Settings.staleness_bound,
+        help="seconds a live view may lag (a broken watch) before /readyz fails and the verbs give safe answers",
     )
     serve.add_argument(
         "--bind", default=os.environ.get("REPRIEVE_BIND", Settings.bind), help="HOST:PORT to listen on; env REPRIEVE_BIND"
@@ -46,17 +55,40 @@ def _serve(args: argparse.Namespace) -> int:
     from extender.app import create_app
     from extender.cluster import StaticCluster
     from extender.errors import ConfigError
+    from extender.live.apiserver import ApiServer
+    from extender.live.cache import LiveCluster
+    from extender.metrics import Metrics
     from extender.server import Server
 
-    if not args.snapshot:
-        raise ConfigError("serve needs --snapshot PATH (a kubectl dump of nodes, pods, pdb and priorityclasses)")
     if args.threads < 1:
         raise ConfigError(f"--threads must be at least 1, not {args.threads}")
-    settings = Settings(bind=args.bind, threads=args.threads, log_level=args.log_level)
-    # Load before gunicorn starts so that a bad snapshot stops startup with its message.
-    cluster = StaticCluster(snapshot.load(args.snapshot), source=args.snapshot)
-    log.info("serving on %s from %s", settings.bind, cluster.describe())
-    Server(lambda: create_app(settings, cluster=cluster), bind=settings.bind, threads=settings.threads).run()
+    if args.staleness_bound <= 0:
+        raise ConfigError(f"--staleness-bound must be positive, not {args.staleness_bound}")
+    settings = Settings(
+        bind=args.bind, threads=args.threads, log_level=args.log_level, staleness_bound=args.staleness_bound
+    )
+    # Read the snapshot or kubeconfig before gunicorn starts, so that a bad one stops startup
+    # with its message; but start watching only in the worker, after the fork, so that the
+    # process answering requests is the one that owns the (one) cache.
+    if args.kubeconfig or args.in_cluster:
+        api = ApiServer.from_kubeconfig(args.kubeconfig) if args.kubeconfig else ApiServer.in_cluster()
+        log.info("serving on %s, watching %s", settings.bind, api.describe())
+
+        def build():
+            metrics = Metrics()
+            cluster = LiveCluster(api, metrics=metrics, staleness_bound=settings.staleness_bound).start()
+            return create_app(settings, cluster=cluster, metrics=metrics)
+
+    elif args.snapshot:
+        cluster = StaticCluster(snapshot.load(args.snapshot), source=args.snapshot)
+        log.info("serving on %s from %s", settings.bind, cluster.describe())
+
+        def build():
+            return create_app(settings, cluster=cluster)
+
+    else:
+        raise ConfigError("serve needs one of --snapshot PATH, --kubeconfig PATH or --in-cluster")
+    Server(build, bind=settings.bind, threads=settings.threads).run()
     return 0
 
 

@@ -12,3 +12,6 @@ class Settings:
     # Non-cache-mode requests carry whole Node objects; 64 MiB is ~10,000 of them.
     max_body_bytes: int = 64 * 2**20
     log_level: str = "INFO"
+    # Seconds a live view may lag behind the API server (a broken watch, a relist) before
+    # /readyz fails and the verbs give their safe answers.
+    staleness_bound: float = 5.0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 
 from extender import kube
@@ -54,7 +55,7 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass]) -> mod
     return model.Pod(
         uid=meta.uid,
         name=meta.name,
-        namespace=meta.namespace or "default",
+        namespace=sys.intern(meta.namespace or "default"),  # shared by many pods
         priority=model.resolve_priority(
             spec_priority=spec.priority, class_name=spec.priorityClassName or "", classes=classes
         ),

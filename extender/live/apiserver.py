@@ -1,0 +1,105 @@
+"""Raw JSON access to the Kubernetes API: list pages and watch streams, read with orjson."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode
+
+import kubernetes
+import orjson
+import urllib3
+
+from extender.errors import ConfigError
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+
+
+class Gone(ApiError):
+    """The resourceVersion is too old (HTTP 410 or a watch ERROR event with code 410): relist."""
+
+
+class ApiServer:
+    def __init__(self, config: kubernetes.client.Configuration) -> None:
+        self._config = config
+        self._host = config.host.rstrip("/")
+        tls = {}
+        if self._host.startswith("https"):
+            tls = {
+                "cert_reqs": "CERT_REQUIRED" if config.verify_ssl else "CERT_NONE",
+                "ca_certs": config.ssl_ca_cert,
+                "cert_file": config.cert_file,
+                "key_file": config.key_file,
+            }
+        self._pool = urllib3.PoolManager(num_pools=2, maxsize=8, retries=False, **tls)
+
+    @classmethod
+    def from_kubeconfig(cls, path: str, context: str | None = None) -> "ApiServer":
+        config = kubernetes.client.Configuration()
+        try:
+            kubernetes.config.load_kube_config(config_file=path, context=context, client_configuration=config)
+        except (OSError, kubernetes.config.ConfigException) as exc:
+            raise ConfigError(f"kubeconfig {path}: {exc}") from exc
+        return cls(config)
+
+    @classmethod
+    def in_cluster(cls) -> "ApiServer":
+        config = kubernetes.client.Configuration()
+        try:
+            kubernetes.config.load_incluster_config(client_configuration=config)
+        except kubernetes.config.ConfigException as exc:
+            raise ConfigError(f"--in-cluster: {exc}") from exc
+        return cls(config)
+
+    def describe(self) -> str:
+        return self._host
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": "reprieve"}
+        # auth_settings() runs the token refresh hook (rotated service-account tokens, exec plugins).
+        bearer = self._config.auth_settings().get("BearerToken", {}).get("value")
+        if bearer:
+            headers["Authorization"] = bearer
+        return headers
+
+    def get(self, path: str, params: dict[str, Any], *, timeout: float) -> dict:
+        response = self._pool.request(
+            "GET",
+            f"{self._host}{path}?{urlencode(params)}",
+            headers=self._headers(),
+            timeout=urllib3.Timeout(connect=5, read=timeout),
+        )
+        body = response.data
+        if response.status != 200:
+            raise _error(response.status, body)
+        return orjson.loads(body)
+
+    def watch(self, path: str, params: dict[str, Any], *, read_timeout: float) -> Iterator[dict]:
+        """Events of a watch stream until the server ends it; a silent stream times out."""
+        response = self._pool.request(
+            "GET",
+            f"{self._host}{path}?{urlencode({**params, 'watch': 'true'})}",
+            headers=self._headers(),
+            timeout=urllib3.Timeout(connect=5, read=read_timeout),
+            preload_content=False,
+        )
+        try:
+            if response.status != 200:
+                raise _error(response.status, response.read())
+            for line in response:
+                if line.strip():
+                    yield orjson.loads(line)
+        finally:
+            response.release_conn()
+
+
+def _error(status: int, body: bytes) -> ApiError:
+    try:
+        message = orjson.loads(body).get("message", "")
+    except (orjson.JSONDecodeError, AttributeError):
+        message = body[:200].decode(errors="replace")
+    return (Gone if status == 410 else ApiError)(status, message)

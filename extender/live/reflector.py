@@ -1,0 +1,112 @@
+"""One kind's list+watch loop: list, remember resourceVersion, watch, relist on 410, back off on errors."""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+
+import urllib3
+
+from extender.live.apiserver import ApiError, ApiServer, Gone
+from extender.live.changes import Kind, event_change, key_of, record_of
+from extender.live.store import Store
+from policy.model import PriorityClass
+
+log = logging.getLogger(__name__)
+
+
+class Reflector(threading.Thread):
+    def __init__(
+        self,
+        kind: Kind,
+        *,
+        api: ApiServer,
+        store: Store,
+        classes: Callable[[], Mapping[str, PriorityClass]],
+        on_sync: Callable[[str, bool], None],
+        on_event: Callable[[str, str], None],
+        stop: threading.Event,
+        page_size: int = 500,
+        watch_seconds: int = 60,
+        max_backoff: float = 5.0,
+    ) -> None:
+        super().__init__(name=f"reflector-{kind.name}", daemon=True)
+        self.kind = kind
+        self._api, self._store, self._classes = api, store, classes
+        self._on_sync, self._on_event = on_sync, on_event
+        self._stop = stop
+        self._page_size = page_size
+        self._watch_seconds = watch_seconds
+        self._max_backoff = max_backoff
+
+    def run(self) -> None:
+        backoff = 0.2
+        resource_version = None
+        while not self._stop.is_set():
+            try:
+                if resource_version is None:
+                    resource_version = self._list()
+                    self._on_event(self.kind.name, "relist")
+                self._on_sync(self.kind.name, True)
+                resource_version = self._watch(resource_version)
+                backoff = 0.2
+            except Gone:
+                log.info("%s: resourceVersion %s is gone; relisting", self.kind.name, resource_version)
+                resource_version = None
+                self._on_sync(self.kind.name, False)
+            except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+                # Connection refused or reset, a silent stream timing out, a 5xx: keep the
+                # resourceVersion and watch again from it after a pause.
+                log.warning("%s: watch failed (%s); retrying in %.1fs", self.kind.name, exc, backoff)
+                self._on_sync(self.kind.name, False)
+                self._on_event(self.kind.name, "watch_restart")
+                self._stop.wait(backoff * random.uniform(0.8, 1.2))
+                backoff = min(backoff * 2, self._max_backoff)
+
+    def _list(self) -> str:
+        records = {}
+        cont = None
+        while True:
+            params = {**self.kind.params, "limit": self._page_size}
+            if cont:
+                params["continue"] = cont
+            page = self._api.get(self.kind.path, params, timeout=60)
+            classes = self._classes()
+            for raw in page.get("items") or ():
+                record = record_of(self.kind, raw, classes)
+                if record is not None:
+                    records[key_of(self.kind, raw)] = record
+            meta = page.get("metadata") or {}
+            cont = meta.get("continue")
+            if not cont:
+                self._store.replace(self.kind.name, records)
+                return meta["resourceVersion"]
+
+    def _watch(self, resource_version: str) -> str:
+        """Apply events until the server closes the stream; returns the last resourceVersion seen."""
+        params = {
+            **self.kind.params,
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": self._watch_seconds,
+        }
+        # The server ends the stream after timeoutSeconds and sends bookmarks meanwhile; a
+        # stream silent for longer than that is dead.
+        for event in self._api.watch(self.kind.path, params, read_timeout=self._watch_seconds + 10):
+            kind = event.get("type")
+            obj = event.get("object") or {}
+            if kind == "ERROR":
+                if obj.get("code") == 410:
+                    raise Gone(410, obj.get("message", "too old resource version"))
+                raise ApiError(obj.get("code", 500), obj.get("message", "watch error"))
+            resource_version = (obj.get("metadata") or {}).get("resourceVersion", resource_version)
+            if kind == "BOOKMARK":
+                self._on_event(self.kind.name, "bookmark")
+                continue
+            key, record = event_change(self.kind, event, self._classes())
+            self._store.apply(self.kind.name, key, record)
+            self._on_event(self.kind.name, "event")
+        return resource_version
