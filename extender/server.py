@@ -24,13 +24,17 @@ class Server(BaseApplication):
             "graceful_timeout": 10,
             "keepalive": 75,  # the scheduler reuses connections
             "accesslog": None,
+            # Newer gunicorn opens a control socket in $HOME; reprieve needs none, and two
+            # instances on one machine (or a read-only root filesystem) must not trip over it.
+            "control_socket_disable": True,
             "errorlog": "-",
         }
         super().__init__()
 
     def load_config(self) -> None:
         for key, value in self._options.items():
-            self.cfg.set(key, value)
+            if key in self.cfg.settings:  # control_socket_disable exists only in newer gunicorn
+                self.cfg.set(key, value)
 
     def load(self) -> Flask:
         app = self._build_app()

@@ -7,6 +7,8 @@ import datetime as dt
 import logging
 import threading
 
+import urllib3
+
 from extender.live.apiserver import ApiError
 from tests.e2e.client import Kube
 
@@ -35,7 +37,7 @@ class FakeKubelet(threading.Thread):
     def run(self) -> None:
         while not self._stop.is_set():
             try:
-                pods = self._kube.get("/api/v1/pods", {})
+                pods = self._kube.get("/api/v1/pods", {}, timeout=30)
                 for pod in pods.get("items") or ():
                     self._handle(pod)
                 rv = pods["metadata"]["resourceVersion"]
@@ -44,8 +46,8 @@ class FakeKubelet(threading.Thread):
                         return
                     if event.get("type") in ("ADDED", "MODIFIED"):
                         self._handle(event["object"])
-            except Exception as exc:  # the apiserver may be restarting in fault tests
-                log.debug("fake kubelet: %s", exc)
+            except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+                log.debug("fake kubelet: %s", exc)  # the apiserver may be restarting in fault tests
                 self._stop.wait(0.5)
 
     def _handle(self, pod: dict) -> None:

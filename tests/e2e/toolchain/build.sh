@@ -23,7 +23,7 @@ say() { echo "$prog: $*" >&2; }
 die() { echo "$prog: $*" >&2; exit 1; }
 
 # Bump when the build recipe (flags below) changes, to force a rebuild.
-RECIPE=1
+RECIPE=2
 K8S_TAGS="selinux,notest,grpcnotrace" # as upstream hack/lib/golang.sh (non-debug builds)
 
 # --- pinned versions, read from the go.mod files ----------------------------
@@ -64,6 +64,7 @@ cached() {
   [[ -f "$stamp" && "$(cat "$stamp")" == "$fingerprint" ]] || return 1
   local c
   for c in "${COMPONENTS[@]}"; do [[ -x "$bin/$c" ]] || return 1; done
+  [[ -s "$bin/kwok-stages.yaml" ]]
 }
 
 if cached; then echo "$bin"; exit 0; fi
@@ -141,6 +142,18 @@ t="$(now)" log="$logs/kwok.log"
   -o "$out/kwok" sigs.k8s.io/kwok/cmd/kwok) >"$log" 2>&1 ||
   fail "building kwok $KWOK_VERSION from the Go module proxy" "$log"
 say "compile kwok: $(dt "$t")"
+
+# kwok does nothing without Stage objects; ship the default ones kwokctl uses
+# (node-initialize, node-heartbeat-with-lease, pod-ready/complete/delete) from
+# the same kwok module version, as one --config file.
+log="$logs/kwok-stages.log"
+(
+  kdir="$(cd "$here/kwok" && "$GO" list -m -f '{{.Dir}}' sigs.k8s.io/kwok)" &&
+    for f in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+      pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+      echo "---" && cat "$kdir/kustomize/stage/$f.yaml" || exit 1
+    done >"$out/kwok-stages.yaml"
+) >"$log" 2>&1 || fail "collecting the kwok $KWOK_VERSION stage files" "$log"
 
 # --- sanity check, publish, stamp last ---------------------------------------
 for c in "${COMPONENTS[@]}"; do

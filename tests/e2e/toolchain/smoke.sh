@@ -141,9 +141,10 @@ wait_ok kube-controller-manager "$t" 60 sh -c "curl -skf https://127.0.0.1:$KCM_
 t=$(ms)
 start kwok "$BIN/kwok" \
   --kubeconfig="$KUBECONFIG" \
+  --config="$BIN/kwok-stages.yaml" \
   --manage-all-nodes=false \
   --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-  --cidr=10.0.0.1/24 --node-ip=10.0.0.1 \
+  --cidr=10.0.0.1/24 --node-ip=10.0.0.1 --node-lease-duration-seconds=40 \
   --server-address="127.0.0.1:$KWOK_PORT"
 wait_ok kwok "$t" 60 sh -c "curl -sf http://127.0.0.1:$KWOK_PORT/healthz"
 

@@ -1,0 +1,320 @@
+"""A real, local Kubernetes control plane for the end-to-end tests and `make cluster`.
+
+etcd, kube-apiserver, kube-controller-manager (replicaset, disruption, garbage collector,
+namespace controllers only), a fake kubelet for hollow nodes (tests/e2e/kubelet.py), reprieve
+watching the apiserver, and two kube-schedulers: ``reprieve-scheduler`` loads
+manifests/scheduler-config.yaml (reprieve in the path) and ``default-scheduler`` runs stock.
+Everything listens on 127.0.0.1 and lives under one work directory.
+
+    python -m tests.e2e.controlplane up      # start, write .cluster/kubeconfig, stay in the foreground
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from tests.e2e.client import Kube
+from tests.e2e.kubelet import FakeKubelet
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOLCHAIN = ROOT / "tests" / "e2e" / "toolchain" / "build.sh"
+SCHEDULER_CONFIG = ROOT / "manifests" / "scheduler-config.yaml"
+
+
+class StartupError(RuntimeError):
+    pass
+
+
+def build_toolchain() -> Path:
+    """Build (or reuse) the upstream binaries; fail loudly, never skip."""
+    done = subprocess.run(["bash", str(TOOLCHAIN)], capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.strip().splitlines()[-15:])
+        raise StartupError(f"building the end-to-end toolchain failed (tests/e2e/toolchain/build.sh):\n{tail}")
+    return Path(done.stdout.strip())
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class ControlPlane:
+    def __init__(self, workdir: Path, bin_dir: Path, *, reprieve_port: int = 8888, reprieve_args: tuple[str, ...] = ()) -> None:
+        self.work = workdir
+        self.bin = bin_dir
+        self.reprieve_port = reprieve_port
+        self.reprieve_args = reprieve_args
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.ports = {name: free_port() for name in ("etcd", "etcd-peer", "apiserver", "kcm", "sched-reprieve", "sched-stock")}
+        self.kubeconfig = self.work / "kubeconfig"
+        self.kubelet: FakeKubelet | None = None
+        self.kube: Kube | None = None
+        self.timings: dict[str, float] = {}
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def start(self) -> "ControlPlane":
+        try:
+            self._certificates()
+            self._etcd()
+            self._apiserver()
+            self.kube = Kube.from_kubeconfig(str(self.kubeconfig))
+            self._controller_manager()
+            self.kubelet = FakeKubelet(self.kube)
+            self.kubelet.start()
+            self.start_reprieve()
+            self._schedulers()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self.kubelet:
+            self.kubelet.stop()
+        for name in reversed(list(self.procs)):
+            self.stop_process(name)
+
+    def stop_process(self, name: str) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=5)
+
+    def log(self, name: str) -> str:
+        path = self.work / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    # ----------------------------------------------------------------- pieces
+
+    def _spawn(self, name: str, args: list[str], ready, timeout: float = 60) -> None:
+        started = time.monotonic()
+        log = open(self.work / f"{name}.log", "ab")
+        self.procs[name] = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=self.work, start_new_session=True)
+        deadline = started + timeout
+        while time.monotonic() < deadline:
+            if self.procs[name].poll() is not None:
+                raise StartupError(f"{name} exited with {self.procs[name].returncode}:\n{self.log(name)[-3000:]}")
+            try:
+                if ready():
+                    self.timings[name] = time.monotonic() - started
+                    return
+            except Exception:
+                pass
+            time.sleep(0.1)
+        raise StartupError(f"{name} not ready after {timeout}s:\n{self.log(name)[-3000:]}")
+
+    def _openssl(self, *args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=self.work, check=True, capture_output=True)
+
+    def _certificates(self) -> None:
+        self._openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=reprieve-e2e-ca")
+        for name, subject, ext in (
+            ("apiserver", "/CN=kube-apiserver", "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"),
+            ("admin", "/O=system:masters/CN=reprieve-e2e-admin", "extendedKeyUsage=clientAuth\n"),
+        ):
+            (self.work / f"{name}.ext").write_text(ext + "keyUsage=critical,digitalSignature,keyEncipherment\n")
+            self._openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject)
+            self._openssl("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-extfile", f"{name}.ext", "-out", f"{name}.crt")
+        self._openssl("genrsa", "-out", "sa.key", "2048")
+        self._openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub")
+        w = self.work
+        self.kubeconfig.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "clusters": [{"name": "e2e", "cluster": {"server": f"https://127.0.0.1:{self.ports['apiserver']}", "certificate-authority": str(w / "ca.crt")}}],
+                    "users": [{"name": "admin", "user": {"client-certificate": str(w / "admin.crt"), "client-key": str(w / "admin.key")}}],
+                    "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "admin"}}],
+                    "current-context": "e2e",
+                }
+            )
+        )
+
+    def _etcd(self) -> None:
+        import urllib.request
+
+        p, peer = self.ports["etcd"], self.ports["etcd-peer"]
+        self._spawn(
+            "etcd",
+            [
+                str(self.bin / "etcd"), "--name=e2e", f"--data-dir={self.work / 'etcd-data'}",
+                f"--listen-client-urls=http://127.0.0.1:{p}", f"--advertise-client-urls=http://127.0.0.1:{p}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer}", f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-cluster=e2e=http://127.0.0.1:{peer}", "--unsafe-no-fsync", "--log-level=warn",
+            ],
+            lambda: b'"health":"true"' in urllib.request.urlopen(f"http://127.0.0.1:{p}/health", timeout=1).read(),
+        )
+
+    def apiserver_args(self) -> list[str]:
+        w = self.work
+        return [
+            str(self.bin / "kube-apiserver"),
+            f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={self.ports['apiserver']}",
+            f"--tls-cert-file={w / 'apiserver.crt'}", f"--tls-private-key-file={w / 'apiserver.key'}",
+            f"--client-ca-file={w / 'ca.crt'}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={w / 'sa.pub'}", f"--service-account-signing-key-file={w / 'sa.key'}",
+            "--service-cluster-ip-range=10.96.0.0/16", "--authorization-mode=RBAC",
+            "--endpoint-reconciler-type=none", "--profiling=false",
+            # Tests create pods straight away, without waiting for a default ServiceAccount; and
+            # hollow nodes have no node lifecycle controller to lift the not-ready taint.
+            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+        ]
+
+    def _apiserver(self) -> None:
+        self._spawn("kube-apiserver", self.apiserver_args(), self._readyz, timeout=90)
+
+    def _readyz(self) -> bool:
+        import ssl
+        import urllib.request
+
+        ctx = ssl.create_default_context(cafile=str(self.work / "ca.crt"))
+        ctx.load_cert_chain(str(self.work / "admin.crt"), str(self.work / "admin.key"))
+        with urllib.request.urlopen(f"https://127.0.0.1:{self.ports['apiserver']}/readyz", context=ctx, timeout=2) as r:
+            return r.read().strip() == b"ok"
+
+    def restart_apiserver(self, down_seconds: float = 0.0) -> None:
+        self.stop_process("kube-apiserver")
+        time.sleep(down_seconds)
+        self._spawn("kube-apiserver", self.apiserver_args(), self._readyz, timeout=90)
+
+    def _secure_healthz(self, port: int) -> bool:
+        import ssl
+        import urllib.request
+
+        ctx = ssl._create_unverified_context()  # self-signed serving certs of the components
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}/healthz", context=ctx, timeout=2) as r:
+            return r.read().strip() == b"ok"
+
+    def _component(self, binary: str, port: int) -> list[str]:
+        k = str(self.kubeconfig)
+        return [
+            str(self.bin / binary), f"--authentication-kubeconfig={k}", f"--authorization-kubeconfig={k}",
+            "--bind-address=127.0.0.1", f"--secure-port={port}", f"--cert-dir={self.work / binary}",
+        ]
+
+    def _controller_manager(self) -> None:
+        port = self.ports["kcm"]
+        self._spawn(
+            "kube-controller-manager",
+            [
+                *self._component("kube-controller-manager", port), f"--kubeconfig={self.kubeconfig}", "--leader-elect=false",
+                "--controllers=namespace,replicaset,disruption,garbagecollector", "--use-service-account-credentials=false",
+            ],
+            lambda: self._secure_healthz(port),
+        )
+
+    def start_reprieve(self) -> None:
+        import urllib.request
+
+        port = self.reprieve_port
+        if port_in_use(port):
+            raise StartupError(f"127.0.0.1:{port} is taken (is `make run` still running?); reprieve needs it")
+        self._spawn(
+            "reprieve",
+            [sys.executable, "-m", "extender.cli", "serve", "--kubeconfig", str(self.kubeconfig), "--bind", f"127.0.0.1:{port}", *self.reprieve_args],
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1).status == 200,
+        )
+
+    def scheduler_config(self) -> Path:
+        """manifests/scheduler-config.yaml with this cluster's kubeconfig: kube-scheduler ignores
+        --kubeconfig when --config is given, and the manifest cannot know the path. Nothing else
+        is changed; the extender stanza the scheduler loads is the shipped one."""
+        config = yaml.safe_load(SCHEDULER_CONFIG.read_text())
+        config["clientConnection"] = {"kubeconfig": str(self.kubeconfig)}
+        path = self.work / "scheduler-config.yaml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return path
+
+    def stock_scheduler_config(self) -> Path:
+        config = {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "clientConnection": {"kubeconfig": str(self.kubeconfig)},
+            "leaderElection": {"leaderElect": False},
+            "profiles": [{"schedulerName": "default-scheduler"}],
+        }
+        path = self.work / "stock-scheduler-config.yaml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        return path
+
+    def _schedulers(self) -> None:
+        for name, config, port in (
+            ("reprieve-scheduler", self.scheduler_config(), self.ports["sched-reprieve"]),
+            ("stock-scheduler", self.stock_scheduler_config(), self.ports["sched-stock"]),
+        ):
+            self._spawn(name, [*self._component("kube-scheduler", port), f"--config={config}", "-v=4"], lambda p=port: self._secure_healthz(p))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.e2e.controlplane")
+    parser.add_argument("command", choices=["up"])
+    parser.add_argument("--dir", default=str(ROOT / ".cluster"))
+    args = parser.parse_args(argv)
+    workdir = Path(args.dir)
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    try:
+        bin_dir = build_toolchain()
+        plane = ControlPlane(workdir, bin_dir).start()
+    except StartupError as exc:
+        print(f"reprieve cluster: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"""
+A local control plane is running (logs in {workdir}):
+  export KUBECONFIG={plane.kubeconfig}
+  reprieve on http://127.0.0.1:{plane.reprieve_port} (metrics, readyz), watching the apiserver
+  schedulers: reprieve-scheduler (reprieve in the path), default-scheduler (stock)
+
+Create hollow nodes (a fake kubelet runs their pods) and pods that opt in to reprieve:
+  kubectl apply -f examples/e2e-nodes.yaml
+  kubectl run demo --image=registry.invalid/demo --overrides='{{"spec":{{"schedulerName":"reprieve-scheduler"}}}}'
+
+Stop with Ctrl-C here, or `make cluster-down`.
+""",
+        flush=True,
+    )
+    (workdir / "controlplane.pid").write_text(str(os.getpid()))
+    stop = False
+
+    def on_signal(*_):
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    while not stop:
+        time.sleep(0.5)
+    plane.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
