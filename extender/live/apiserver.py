@@ -90,11 +90,28 @@ class ApiServer:
         try:
             if response.status != 200:
                 raise _error(response.status, response.read())
-            for line in response:
-                if line.strip():
-                    yield orjson.loads(line)
+            yield from _lines(response)
         finally:
             response.release_conn()
+
+
+def _lines(response: urllib3.BaseHTTPResponse) -> Iterator[dict]:
+    """One JSON object per line, each as soon as its bytes arrive.
+
+    Iterating an urllib3 response reads 64 KiB blocks, which holds a quiet watch's events
+    back until enough of them pile up. The API server flushes every event as its own HTTP
+    chunk, so read chunk by chunk (or whatever bytes are available, without chunking).
+    """
+    chunks = response.read_chunked(decode_content=True) if response.chunked else iter(lambda: response.read1(65536), b"")
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            if line.strip():
+                yield orjson.loads(line)
+    if pending.strip():
+        yield orjson.loads(pending)
 
 
 def _error(status: int, body: bytes) -> ApiError:

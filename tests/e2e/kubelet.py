@@ -70,7 +70,7 @@ class FakeKubelet(threading.Thread):
                 pod["metadata"]["namespace"],
                 {"phase": "Running", "startTime": now, "conditions": conditions, "podIP": "10.1.0.1"},
             )
-        except ApiError as exc:
+        except (ApiError, urllib3.exceptions.HTTPError, OSError) as exc:
             log.debug("fake kubelet: start %s: %s", pod["metadata"]["name"], exc)
 
     def _finish_later(self, pod: dict) -> None:
@@ -92,7 +92,7 @@ class FakeKubelet(threading.Thread):
                 f"/api/v1/namespaces/{namespace}/pods/{name}",
                 {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 0, "preconditions": {"uid": uid}},
             )
-        except ApiError as exc:
+        except (ApiError, urllib3.exceptions.HTTPError, OSError) as exc:
             log.debug("fake kubelet: finish %s: %s", name, exc)
         finally:
             with self._lock:

@@ -16,10 +16,30 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/reprieve-e2e-smoke.XXXXXX")"
 pids=()
 
 say() { echo "smoke: $*" >&2; }
+names=()
+stop() { # pid name: SIGTERM, then SIGKILL after 10 s
+  local pid=$1 name=$2 t0 i
+  t0=$(ms)
+  kill -TERM "$pid" 2>/dev/null || return 0
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    say "$name did not exit 10 s after SIGTERM; SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+  say "$name stopped in $(( $(ms) - t0 )) ms"
+}
 cleanup() {
-  local rc=$? p
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  local rc=$? i
+  trap - EXIT INT TERM
+  if [[ $rc -ne 0 && -n "${KUBECONFIG:-}" ]]; then # state for the post-mortem
+    kubectl --request-timeout=10s get nodes,all,pdb,events -A -o wide >"$work/dump.txt" 2>&1 || true
+  fi
+  # reverse start order: clients first, etcd last (the apiserver hangs on to a dead etcd)
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do stop "${pids[i]}" "${names[i]}"; done
   if [[ "${KEEP:-0}" == 1 || $rc -ne 0 ]]; then say "kept $work"; else rm -rf "$work"; fi
   exit $rc
 }
@@ -40,7 +60,7 @@ wait_ok() { # name start-ms timeout-s cmd... : poll cmd until it succeeds
 start() { # name cmd... (stdout+stderr to $work/name.log)
   local name=$1; shift
   "$@" >"$work/$name.log" 2>&1 &
-  pids+=($!)
+  pids+=($!) names+=("$name")
 }
 
 # --- certificates (CA, apiserver serving cert, admin client cert, SA key pair) ---
@@ -110,6 +130,7 @@ start kube-apiserver "$BIN/kube-apiserver" \
   --service-cluster-ip-range=10.96.0.0/16 \
   --authorization-mode=RBAC \
   --endpoint-reconciler-type=none \
+  --disable-admission-plugins=TaintNodesByCondition \
   --profiling=false
 wait_ok kube-apiserver "$t" 60 sh -c 'kubectl get --raw /readyz | grep -qx ok'
 kubectl version >"$work/kubectl-version.txt" 2>&1 || true
@@ -133,7 +154,7 @@ start kube-controller-manager "$BIN/kube-controller-manager" \
   --authentication-kubeconfig="$KUBECONFIG" --authorization-kubeconfig="$KUBECONFIG" \
   --bind-address=127.0.0.1 --secure-port="$KCM_PORT" \
   --leader-elect=false \
-  --controllers=serviceaccount,namespace,deployment,replicaset,disruption,garbagecollector \
+  --controllers=serviceaccount-controller,namespace-controller,deployment-controller,replicaset-controller,disruption-controller,garbage-collector-controller \
   --use-service-account-credentials=false
 wait_ok kube-controller-manager "$t" 60 sh -c "curl -skf https://127.0.0.1:$KCM_PORT/healthz | grep -qx ok"
 
@@ -148,7 +169,7 @@ start kwok "$BIN/kwok" \
   --server-address="127.0.0.1:$KWOK_PORT"
 wait_ok kwok "$t" 60 sh -c "curl -sf http://127.0.0.1:$KWOK_PORT/healthz"
 
-# --- a fake node, a ReplicaSet and a PDB --------------------------------------------
+# --- a fake node, a Deployment (-> ReplicaSet -> pods) and a PDB ----------------
 t=$(ms)
 kubectl apply -f - >&2 <<'EOF'
 apiVersion: v1
@@ -166,7 +187,7 @@ EOF
 wait_ok "namespace default ServiceAccount" "$t" 60 kubectl -n smoke get serviceaccount default
 kubectl apply -f - >&2 <<'EOF'
 apiVersion: apps/v1
-kind: ReplicaSet
+kind: Deployment
 metadata: {name: web, namespace: smoke}
 spec:
   replicas: 2
@@ -188,11 +209,16 @@ wait_ok "2 pods Running on the kwok node" "$t" 60 sh -c \
 wait_ok "PDB status (2 healthy, 1 disruption allowed)" "$t" 60 sh -c \
   "test \"\$(kubectl -n smoke get pdb web -o jsonpath='{.status.currentHealthy}/{.status.disruptionsAllowed}')\" = 2/1"
 kubectl get nodes -o wide >&2
-kubectl -n smoke get rs,pods,pdb -o wide >&2
+kubectl -n smoke get deploy,rs,pods,pdb -o wide >&2
 
-# --- garbage collection: deleting the ReplicaSet removes its pods -----------------
+# --- garbage collector: deleting the Deployment removes its ReplicaSet and pods ----
 t=$(ms)
-kubectl -n smoke delete rs web --wait=false >&2
-wait_ok "garbage collector removed the pods" "$t" 60 sh -c \
-  "test -z \"\$(kubectl -n smoke get pods -o name)\""
+kubectl -n smoke delete deployment web --wait=false >&2
+wait_ok "garbage collector removed the ReplicaSet and pods" "$t" 60 sh -c \
+  "test -z \"\$(kubectl -n smoke get rs,pods -o name)\""
+
+# --- namespace controller: a deleted namespace goes away --------------------------
+t=$(ms)
+kubectl delete namespace smoke --wait=false >&2
+wait_ok "namespace deleted" "$t" 60 sh -c "! kubectl get namespace smoke"
 say "all good"

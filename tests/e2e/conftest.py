@@ -1,0 +1,57 @@
+"""The end-to-end session: one real control plane (tests/e2e/controlplane.py) for all scenarios.
+
+The toolchain is built from the Go module proxy on first use. If it cannot be built the run
+fails with the reason; it is never skipped in CI. A developer may opt out locally with
+REPRIEVE_SKIP_E2E=1 (refused when CI is set).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+
+from tests.e2e.controlplane import ControlPlane, StartupError, build_toolchain
+from tests.e2e.scenario import Scenario
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "tests/e2e/" in str(item.fspath):
+            item.add_marker(pytest.mark.e2e)
+
+
+@pytest.fixture(scope="session")
+def plane(tmp_path_factory):
+    if os.environ.get("REPRIEVE_SKIP_E2E") == "1":
+        if os.environ.get("CI"):
+            pytest.fail("REPRIEVE_SKIP_E2E=1 is a local opt-out; CI always runs the end-to-end tests")
+        pytest.skip("REPRIEVE_SKIP_E2E=1: end-to-end tests opted out locally")
+    try:
+        bin_dir = build_toolchain()
+        control = ControlPlane(tmp_path_factory.mktemp("cluster"), bin_dir).start()
+    except StartupError as exc:
+        pytest.fail(f"end-to-end control plane could not start: {exc}", pytrace=False)
+    yield control
+    control.stop()
+
+
+@pytest.fixture
+def scenario(plane):
+    s = Scenario(plane, f"e2e-{uuid.uuid4().hex[:8]}")
+    try:
+        yield s
+    finally:
+        s.cleanup()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On failure, attach what reprieve decided (its decision log lines) to the report."""
+    outcome = yield
+    report = outcome.get_result()
+    plane = item.funcargs.get("plane") or getattr(item.funcargs.get("scenario"), "plane", None)
+    if report.failed and plane is not None:
+        decisions = [l for l in plane.log("reprieve").splitlines() if '"logger":"reprieve.decisions"' in l]
+        report.sections.append(("reprieve decisions (last 10)", "\n".join(decisions[-10:])))

@@ -1,0 +1,177 @@
+"""Builders and waits for end-to-end scenarios, in the cluster's own terms."""
+
+from __future__ import annotations
+
+import time
+
+from extender.live.apiserver import ApiError
+from tests.e2e.client import Kube, wait_for
+
+REPRIEVE = "reprieve-scheduler"
+STOCK = "default-scheduler"
+
+
+class Scenario:
+    """One test's namespace and nodes; everything it made is removed afterwards."""
+
+    def __init__(self, plane, namespace: str) -> None:
+        self.plane = plane
+        self.kube: Kube = plane.kube
+        self.ns = namespace
+        self.nodes: list[str] = []
+        self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+
+    # --------------------------------------------------------------- objects
+
+    def node(self, name: str, *, cpu: str = "10", memory: str = "64Gi", pods: int = 110) -> str:
+        name = f"{self.ns}-{name}"
+        allocatable = {"cpu": cpu, "memory": memory, "pods": str(pods)}
+        self.kube.create(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": name, "labels": {"e2e/scenario": self.ns}},
+                "status": {
+                    "capacity": allocatable,
+                    "allocatable": allocatable,
+                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+                },
+            }
+        )
+        self.nodes.append(name)
+        return name
+
+    def priority_class(self, value: int, *, never: bool = False) -> str:
+        # The Priority admission plugin takes preemptionPolicy from the class, so a pod that
+        # must never preempt needs a class that says so.
+        name = f"e2e-priority-{value}" + ("-never" if never else "")
+        body = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+        if never:
+            body["preemptionPolicy"] = "Never"
+        try:
+            self.kube.create(body)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+        return name
+
+    def pod(
+        self,
+        name: str,
+        *,
+        cpu: str | None = None,
+        memory: str = "100Mi",
+        limit_cpu: str | None = None,
+        priority: int = 0,
+        qos: str = "burstable",
+        node: str | None = None,
+        grace: int = 1,
+        scheduler: str = REPRIEVE,
+        labels: dict | None = None,
+        never: bool = False,
+    ) -> dict:
+        if qos == "besteffort":
+            resources = {}
+        elif qos == "guaranteed":
+            resources = {"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": cpu, "memory": memory}}
+        else:
+            resources = {"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": limit_cpu or cpu, "memory": "1Gi"}}
+        spec = {
+            "schedulerName": scheduler,
+            "priorityClassName": self.priority_class(priority, never=never),
+            "terminationGracePeriodSeconds": grace,
+            # Keep pods on this scenario's nodes even though others may exist.
+            "nodeSelector": {"e2e/scenario": self.ns},
+            "containers": [{"name": "main", "image": "registry.invalid/e2e:1", "resources": resources}],
+        }
+        if node:
+            spec["nodeName"] = node
+        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": self.ns, "labels": labels or {"app": name}}, "spec": spec}
+        # The Priority admission plugin may not have seen a brand-new PriorityClass yet.
+        return wait_for(f"pod {name} admitted", lambda: self._try_create(body), timeout=15)
+
+    def _try_create(self, body: dict) -> dict | None:
+        try:
+            return self.kube.create(body)
+        except ApiError as exc:
+            if exc.status == 403 and "PriorityClass" in str(exc):
+                return None
+            raise
+
+    def pdb(self, name: str, *, match: dict, min_available: int) -> None:
+        self.kube.create(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": name, "namespace": self.ns},
+                "spec": {"minAvailable": min_available, "selector": {"matchLabels": match}},
+            }
+        )
+
+    # --------------------------------------------------------------- reading
+
+    def get(self, name: str) -> dict | None:
+        try:
+            return self.kube.get_obj("Pod", name, self.ns)
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def node_of(self, name: str) -> str | None:
+        pod = self.get(name)
+        return pod and pod["spec"].get("nodeName")
+
+    def nominated(self, name: str) -> str | None:
+        pod = self.get(name)
+        return pod and (pod.get("status") or {}).get("nominatedNodeName")
+
+    def running(self, name: str, *, timeout: float = 30) -> str:
+        """Wait until the pod runs; returns its node."""
+
+        def check():
+            pod = self.get(name)
+            return pod and pod["status"].get("phase") == "Running" and pod["spec"]["nodeName"]
+
+        return wait_for(f"{self.ns}/{name} to run", check, timeout)
+
+    def running_all(self, *names: str, timeout: float = 30) -> None:
+        for name in names:
+            self.running(name, timeout=timeout)
+
+    def gone(self, name: str, *, timeout: float = 30) -> None:
+        wait_for(f"{self.ns}/{name} to be deleted", lambda: self.get(name) is None, timeout)
+
+    def terminating(self, name: str) -> bool:
+        pod = self.get(name)
+        return pod is None or bool(pod["metadata"].get("deletionTimestamp"))
+
+    def pending_for(self, name: str, seconds: float) -> None:
+        """Assert the pod stays unbound for ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            assert self.node_of(name) is None, f"{name} was bound to {self.node_of(name)}"
+            time.sleep(0.2)
+
+    def condition_message(self, name: str) -> str:
+        pod = self.get(name) or {}
+        for condition in (pod.get("status") or {}).get("conditions") or ():
+            if condition["type"] == "PodScheduled":
+                return condition.get("message", "")
+        return ""
+
+    def pdb_ready(self, name: str, *, allowed: int, healthy: int) -> None:
+        def check():
+            status = self.kube.get_obj("PodDisruptionBudget", name, self.ns).get("status") or {}
+            return status.get("currentHealthy") == healthy and status.get("disruptionsAllowed") == allowed
+
+        wait_for(f"PDB {name} status", check, timeout=30)
+
+    # --------------------------------------------------------------- teardown
+
+    def cleanup(self) -> None:
+        for pod in self.kube.list("Pod", self.ns):
+            self.kube.delete("Pod", pod["metadata"]["name"], self.ns, grace=0)
+        for node in self.nodes:
+            self.kube.delete("Node", node)
+        self.kube.delete("Namespace", self.ns)

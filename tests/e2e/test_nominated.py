@@ -1,0 +1,106 @@
+"""Room freed for a nominated pod stays its own: the seed's starvation examples and reprieve's filter."""
+
+from __future__ import annotations
+
+from tests.e2e.client import wait_for
+from tests.e2e.scenario import REPRIEVE, STOCK
+
+
+def evict_a_and_b_for_c(scenario, n1):
+    """Seed example 1's start: A and B (priority 100, 5 each) fill n1 (10); C (priority 1000)
+    needs 10 and preempts both; D (priority 50) needs 2. Grace periods scaled: A 6s, B 3s."""
+    scenario.pod("a", cpu="5", priority=100, node=n1, grace=6)
+    scenario.pod("b", cpu="5", priority=100, node=n1, grace=3)
+    scenario.running_all("a", "b")
+    scenario.pod("c", cpu="10", priority=1000)
+    wait_for("C nominated to n1", lambda: scenario.nominated("c") == n1)
+    assert scenario.terminating("a") and scenario.terminating("b")
+    scenario.pod("d", cpu="2", priority=50)
+
+
+def test_example_1_lower_priority_pod_does_not_take_the_freed_room(scenario):
+    n1 = scenario.node("n1", cpu="10")
+    evict_a_and_b_for_c(scenario, n1)
+    scenario.gone("b", timeout=10)
+    # B's 5 units are free, but they are C's: D (priority 50) must not take them.
+    scenario.pending_for("d", 2)
+    assert scenario.running("c", timeout=15) == n1
+    scenario.pending_for("d", 2)
+
+
+def test_example_2_nominated_pod_goes_elsewhere_when_room_appears(scenario):
+    n1, n2 = scenario.node("n1", cpu="10"), scenario.node("n2", cpu="10")
+    scenario.pod("e", cpu="10", priority=2000, node=n2)
+    scenario.running("e")
+    evict_a_and_b_for_c(scenario, n1)
+    scenario.kube.delete("Pod", "e", scenario.ns, grace=0)
+    # C takes n2 as soon as E is gone, ignoring its nomination; D then fits on n1.
+    assert scenario.running("c", timeout=15) == n2
+    assert scenario.running("d", timeout=15) == n1
+
+
+def test_example_3_lower_priority_pod_fits_elsewhere_meanwhile(scenario):
+    n1, n2 = scenario.node("n1", cpu="10"), scenario.node("n2", cpu="10")
+    scenario.pod("e", cpu="8", priority=2000, node=n2)
+    scenario.running("e")
+    evict_a_and_b_for_c(scenario, n1)
+    # While A and B terminate and C waits for n1, D fits in n2's free 2 units.
+    assert scenario.running("d", timeout=10) == n2
+    assert scenario.nominated("c") == n1
+    assert scenario.running("c", timeout=15) == n1
+
+
+def test_example_4_higher_priority_latecomer_displaces_the_nomination(scenario):
+    n1 = scenario.node("n1", cpu="10")
+    evict_a_and_b_for_c(scenario, n1)
+    scenario.pod("f", cpu="10", priority=2000)
+    wait_for("F nominated to n1", lambda: scenario.nominated("f") == n1 or scenario.node_of("f") == n1)
+    wait_for("C's nomination cleared", lambda: scenario.nominated("c") != n1)
+    assert scenario.running("f", timeout=15) == n1
+    scenario.pending_for("c", 2)
+    assert scenario.node_of("d") is None
+
+
+def nominated_holder(scenario, n1):
+    """A priority-100 pod no scheduler serves, nominated to n1 for 3 of its 4 cpu: the room an
+    earlier preemption freed for it. Only reprieve, which watches every pod, knows."""
+    scenario.pod("holder", cpu="3", priority=100, scheduler="nobody")
+    scenario.kube.patch_status("Pod", "holder", scenario.ns, {"nominatedNodeName": n1})
+    wait_for("holder nominated", lambda: scenario.nominated("holder") == n1)
+
+
+def test_filter_rejects_room_held_for_a_nominated_pod(scenario):
+    # n1 is empty but for the holder's 3 held cpu; 'late' needs 2. Nothing lower-priority
+    # runs there, so preemption cannot help: FailedAndUnresolvableNodes, naming the holder.
+    n1 = scenario.node("n1", cpu="4")
+    nominated_holder(scenario, n1)
+    scenario.pod("late", cpu="2", priority=10, scheduler=REPRIEVE)
+    message = wait_for("late's FailedScheduling message", lambda: scenario.condition_message("late"), timeout=15)
+    assert (
+        f"short of cpu=1 even if every lower-priority pod were preempted: "
+        f"room held for nominated {scenario.ns}/holder (priority 100)"
+    ) in message
+    scenario.pending_for("late", 2)
+
+
+def test_filter_names_the_holder_where_preemption_could_help(scenario):
+    # With a priority-1 pod using 1 cpu, 'late' (2 cpu) fits next to it but not next to the
+    # held 3; evicting it would make room, so the node is FailedNodes, and the scheduler
+    # preempts the priority-1 pod for 'late'... which reprieve allows only if room remains.
+    n1 = scenario.node("n1", cpu="6")
+    scenario.pod("low", cpu="1", priority=1, node=n1)
+    scenario.running("low")
+    nominated_holder(scenario, n1)
+    scenario.pod("late", cpu="3", priority=10, scheduler=REPRIEVE)
+    # 1 + 3 held + 3 = 7 > 6, without the hold 4 <= 6: rejected as held room; evicting 'low'
+    # leaves 3 + 3 = 6 <= 6, so reprieve's preempt evicts 'low' and 'late' fits.
+    assert scenario.running("late", timeout=20) == n1
+    assert scenario.get("low") is None
+
+
+def test_stock_scheduler_hands_that_room_away(scenario):
+    # Side by side: the stock scheduler does not know other schedulers' nominations.
+    n1 = scenario.node("n1", cpu="4")
+    nominated_holder(scenario, n1)
+    scenario.pod("late", cpu="2", priority=10, scheduler=STOCK)
+    assert scenario.running("late") == n1
