@@ -13,8 +13,7 @@ from policy.view import ClusterView
 @dataclass(frozen=True, slots=True)
 class FilterDecision:
     passed: tuple[str, ...]
-    failed: Mapping[str, str]  # preemption may help: FailedNodes
-    unresolvable: Mapping[str, str]  # preemption cannot help: FailedAndUnresolvableNodes
+    rejected: Mapping[str, str]  # FailedAndUnresolvableNodes: the scheduler's preemption cannot help
     behind: tuple[str, ...]  # passed because reprieve's view lacks the node or is short without reservations
 
 
@@ -23,8 +22,14 @@ def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> F
 
     Room that an earlier preemption freed for a pod of higher or equal priority (a pod with
     ``status.nominatedNodeName`` and no node yet) counts as taken, as in upstream's
-    ``addGENominatedPods``. Such a node is unresolvable when the pod would not fit even if
-    every lower-priority pod there were preempted; otherwise preemption may help.
+    ``addGENominatedPods``.
+
+    Such a rejection is always unresolvable. The scheduler's own filters, which count the
+    nominations *it* knows, already admitted the node, so the hold is one it cannot see (a
+    nomination by another scheduler or an earlier run). Its preemption dry run would find
+    room without evicting anyone and fail with "expected at least one victim" (see
+    the upstream contract, G-8); marking the node unresolvable keeps it out of that
+    dead end. The message still says whether evicting lower-priority pods would have helped.
 
     The scheduler sends only nodes its own resource filters admitted, from a view that is
     at least as fresh as reprieve's. So a node where reprieve sees too little room even
@@ -33,8 +38,7 @@ def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> F
     reprieve does not know pass too.
     """
     passed: list[str] = []
-    failed: dict[str, str] = {}
-    unresolvable: dict[str, str] = {}
+    rejected: dict[str, str] = {}
     behind: list[str] = []
     request = pod.requests
     for name in node_names:
@@ -59,13 +63,13 @@ def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> F
         kept = resources.add(info.requested_at_or_above(pod.priority), held)
         hopeless = resources.shortfalls(request=request, allocatable=alloc, used=kept)
         if hopeless:
-            unresolvable[name] = (
+            rejected[name] = (
                 f"short of {resources.describe(hopeless)} even if every lower-priority pod were preempted: "
                 f"room held for nominated {_describe(holders)}"
             )
         else:
-            failed[name] = f"fits only in room held for nominated {_describe(holders)}"
-    return FilterDecision(tuple(passed), failed, unresolvable, tuple(behind))
+            rejected[name] = f"fits only in room held for nominated {_describe(holders)}"
+    return FilterDecision(tuple(passed), rejected, tuple(behind))
 
 
 def _describe(pods: Iterable[Pod]) -> str:

@@ -18,18 +18,8 @@ def handle(body: bytes, ctx: Context) -> bytes:
     decision = filter_nodes(view=ctx.view, pod=pod, node_names=names)
     m = ctx.metrics.filter_nodes
     m.labels("passed").inc(len(decision.passed))
-    m.labels("failed").inc(len(decision.failed))
-    m.labels("unresolvable").inc(len(decision.unresolvable))
-    if decision.failed or decision.unresolvable:
-        event(
-            ctx.log,
-            "filter",
-            pod=pod.key,
-            priority=pod.priority,
-            passed=len(decision.passed),
-            failed=decision.failed,
-            unresolvable=decision.unresolvable,
-        )
-    return wire.filter_result(
-        args=args, passed=decision.passed, failed=decision.failed, unresolvable=decision.unresolvable
-    )
+    m.labels("rejected").inc(len(decision.rejected))
+    if decision.rejected:
+        event(ctx.log, "filter", pod=pod.key, priority=pod.priority, passed=len(decision.passed), rejected=decision.rejected)
+    # reprieve never answers FailedNodes: see policy.filter for why its rejections are unresolvable.
+    return wire.filter_result(args=args, passed=decision.passed, failed={}, unresolvable=decision.rejected)

@@ -83,19 +83,19 @@ def test_filter_rejects_room_held_for_a_nominated_pod(scenario):
     scenario.pending_for("late", 2)
 
 
-def test_filter_names_the_holder_where_preemption_could_help(scenario):
-    # With a priority-1 pod using 1 cpu, 'late' (2 cpu) fits next to it but not next to the
-    # held 3; evicting it would make room, so the node is FailedNodes, and the scheduler
-    # preempts the priority-1 pod for 'late'... which reprieve allows only if room remains.
+def test_held_room_never_becomes_a_pointless_preemption(scenario):
+    # 'late' (3 cpu) fits next to 'low' (1) but not next to the held 3 on a 6-cpu node.
+    # Evicting 'low' would make room, but the scheduler cannot see the hold: its dry run would
+    # find no victim and fail. reprieve marks the node unresolvable, so nothing is evicted.
     n1 = scenario.node("n1", cpu="6")
     scenario.pod("low", cpu="1", priority=1, node=n1)
     scenario.running("low")
     nominated_holder(scenario, n1)
     scenario.pod("late", cpu="3", priority=10, scheduler=REPRIEVE)
-    # 1 + 3 held + 3 = 7 > 6, without the hold 4 <= 6: rejected as held room; evicting 'low'
-    # leaves 3 + 3 = 6 <= 6, so reprieve's preempt evicts 'low' and 'late' fits.
-    assert scenario.running("late", timeout=20) == n1
-    assert scenario.get("low") is None
+    message = wait_for("late's FailedScheduling message", lambda: scenario.condition_message("late"), timeout=15)
+    assert f"fits only in room held for nominated {scenario.ns}/holder (priority 100)" in message
+    scenario.pending_for("late", 2)
+    assert not scenario.terminating("low")
 
 
 def test_stock_scheduler_hands_that_room_away(scenario):

@@ -13,26 +13,26 @@ def run(running, preemptor, names=("n1",)):
 def test_fits():
     # 6 of 10 used, needs 4: 6+4 = 10 <= 10.
     decision = run([pod("a", node="n1", cpu=6)], pod("p", priority=5, cpu=4))
-    assert decision.passed == ("n1",) and not decision.failed and not decision.unresolvable
+    assert decision.passed == ("n1",) and not decision.rejected
 
 
-def test_room_held_by_higher_priority_nomination_fails_with_its_name():
-    # 4 used + 4 held for 'holder' (priority 100 >= 5) + 4 needed = 12 > 10. Without the
-    # hold it would fit (8 <= 10); removing the priority-0 pod would also make room, so
-    # preemption may help: FailedNodes, naming the holder.
+def test_room_held_by_higher_priority_nomination_is_rejected_with_its_name():
+    # 4 used + 4 held for 'holder' (priority 100 >= 5) + 4 needed = 12 > 10; without the
+    # hold it would fit (8 <= 10). Evicting the priority-0 pod would make room, but the
+    # scheduler cannot see this hold, so its dry run would find no victim: unresolvable.
     decision = run(
         [pod("a", node="n1", priority=0, cpu=4), pod("holder", priority=100, cpu=4, nominated="n1")],
         pod("p", priority=5, cpu=4),
     )
     assert decision.passed == ()
-    assert decision.failed == {"n1": "fits only in room held for nominated default/holder (priority 100)"}
+    assert decision.rejected == {"n1": "fits only in room held for nominated default/holder (priority 100)"}
 
 
 def test_equal_priority_nomination_also_holds_room():
     decision = run(
         [pod("a", node="n1", cpu=4), pod("holder", priority=5, cpu=4, nominated="n1")], pod("p", priority=5, cpu=4)
     )
-    assert "n1" in decision.failed
+    assert "n1" in decision.rejected
 
 
 def test_lower_priority_nomination_does_not_hold_room():
@@ -58,9 +58,9 @@ def test_unresolvable_when_even_preemption_cannot_make_room():
         [pod("peer", node="n1", priority=5, cpu=3), pod("low", node="n1", priority=0, cpu=2), pod("holder", priority=100, cpu=5, nominated="n1")],
         pod("p", priority=5, cpu=4),
     )
-    assert list(decision.unresolvable) == ["n1"]
-    assert "short of cpu=2" in decision.unresolvable["n1"]
-    assert "default/holder" in decision.unresolvable["n1"]
+    assert list(decision.rejected) == ["n1"]
+    assert "short of cpu=2 even if every lower-priority pod were preempted" in decision.rejected["n1"]
+    assert "default/holder" in decision.rejected["n1"]
 
 
 def test_shortage_without_reservations_is_left_to_the_scheduler():
