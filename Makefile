@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test unit bench clean
+.PHONY: run test unit e2e cluster cluster-down bench clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -24,6 +24,17 @@ test: $(STAMP)
 ## Unit and contract tests only (no control plane).
 unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit tests/contract
+
+## End-to-end tests against a real kube-apiserver and kube-scheduler built from upstream.
+e2e: $(STAMP)
+	$(PY) -m pytest -q tests/e2e
+
+## A local control plane with reprieve in the scheduler's path (see README); cluster-down stops it.
+cluster: $(STAMP)
+	$(PY) -m tests.e2e.controlplane up
+
+cluster-down: $(STAMP)
+	$(PY) -m tests.e2e.controlplane down
 
 ## Latency of each verb on a 500-node, 10,000-pod cluster (see docs/benchmarks.md).
 bench: $(STAMP)

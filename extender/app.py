@@ -67,7 +67,8 @@ def create_app(settings: Settings, *, cluster: ClusterSource, metrics: Metrics |
     @app.get("/readyz")
     def readyz() -> tuple[dict, int]:
         ready = cluster.view() is not None
-        return {"ready": ready, "cluster": cluster.describe()}, 200 if ready else 503
+        body = {"ready": ready, "cluster": cluster.describe(), "resourceVersions": cluster.resource_versions()}
+        return body, 200 if ready else 503
 
     @app.get("/metrics")
     def metrics_endpoint() -> Response:

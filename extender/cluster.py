@@ -14,6 +14,9 @@ class ClusterSource(Protocol):
     def describe(self) -> str:
         """One line for logs and /readyz."""
 
+    def resource_versions(self) -> dict[str, str]:
+        """For a live view, the resourceVersion each kind is current to; empty for a snapshot."""
+
 
 class StaticCluster:
     """A view that never changes: a snapshot file, or a test's hand-built cluster."""
@@ -24,6 +27,9 @@ class StaticCluster:
 
     def view(self) -> ClusterView:
         return self._view
+
+    def resource_versions(self) -> dict[str, str]:
+        return {}
 
     def describe(self) -> str:
         v = self._view

@@ -51,6 +51,7 @@ class LiveCluster:
         self._out_of_sync_since: dict[str, float] = {kind: clock() for kind in KINDS}
         self._first_unpublished: float | None = None
         self._view: ClusterView | None = None
+        self._versions: dict[str, str] = {}
         self._published_generation = -1
         self._threads: list[threading.Thread] = []
         metrics.cache_staleness.set_function(self.staleness)
@@ -66,6 +67,10 @@ class LiveCluster:
             syncing = sorted(self._out_of_sync_since)
         state = f"syncing {', '.join(syncing)}" if syncing else "in sync"
         return f"live from {self._api.describe()}: {counts['nodes']} nodes, {counts['pods']} pods, {state}"
+
+    def resource_versions(self) -> dict[str, str]:
+        """The resourceVersion of each kind in the published view: it includes every change up to there."""
+        return dict(self._versions)
 
     def ready(self) -> bool:
         return self._view is not None and self.staleness() <= self._staleness_bound
@@ -141,7 +146,8 @@ class LiveCluster:
                 pending_since = self._first_unpublished
                 self._first_unpublished = None
                 started = self._clock()
-                self._published_generation, self._view = self._store.build_view()
+                self._published_generation, versions, self._view = self._store.build_view()
+                self._versions = versions
                 done = self._clock()
                 self._metrics.cache_publish_seconds.observe(done - started)
                 if pending_since is not None:

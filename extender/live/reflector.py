@@ -82,7 +82,7 @@ class Reflector(threading.Thread):
             meta = page.get("metadata") or {}
             cont = meta.get("continue")
             if not cont:
-                self._store.replace(self.kind.name, records)
+                self._store.replace(self.kind.name, records, meta["resourceVersion"])
                 return meta["resourceVersion"]
 
     def _watch(self, resource_version: str) -> str:
@@ -104,9 +104,10 @@ class Reflector(threading.Thread):
                 raise ApiError(obj.get("code", 500), obj.get("message", "watch error"))
             resource_version = (obj.get("metadata") or {}).get("resourceVersion", resource_version)
             if kind == "BOOKMARK":
+                self._store.bookmark(self.kind.name, resource_version)
                 self._on_event(self.kind.name, "bookmark")
                 continue
             key, record = event_change(self.kind, event, self._classes())
-            self._store.apply(self.kind.name, key, record)
+            self._store.apply(self.kind.name, key, record, resource_version)
             self._on_event(self.kind.name, "event")
         return resource_version

@@ -108,6 +108,9 @@ class NotReady:
     def describe(self):
         return "still listing"
 
+    def resource_versions(self):
+        return {}
+
 
 def test_safe_answers_while_not_ready():
     metrics = Metrics()

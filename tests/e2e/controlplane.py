@@ -6,7 +6,8 @@ watching the apiserver, and two kube-schedulers: ``reprieve-scheduler`` loads
 manifests/scheduler-config.yaml (reprieve in the path) and ``default-scheduler`` runs stock.
 Everything listens on 127.0.0.1 and lives under one work directory.
 
-    python -m tests.e2e.controlplane up      # start, write .cluster/kubeconfig, stay in the foreground
+    python -m tests.e2e.controlplane up      # start in the background; .cluster/kubeconfig
+    python -m tests.e2e.controlplane down    # stop it
 """
 
 from __future__ import annotations
@@ -271,37 +272,8 @@ class ControlPlane:
             self._spawn(name, [*self._component("kube-scheduler", port), f"--config={config}", "-v=4"], lambda p=port: self._secure_healthz(p))
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.e2e.controlplane")
-    parser.add_argument("command", choices=["up"])
-    parser.add_argument("--dir", default=str(ROOT / ".cluster"))
-    args = parser.parse_args(argv)
-    workdir = Path(args.dir)
-    if workdir.exists():
-        shutil.rmtree(workdir)
-    workdir.mkdir(parents=True)
-    try:
-        bin_dir = build_toolchain()
-        plane = ControlPlane(workdir, bin_dir).start()
-    except StartupError as exc:
-        print(f"reprieve cluster: {exc}", file=sys.stderr)
-        return 1
-    print(
-        f"""
-A local control plane is running (logs in {workdir}):
-  export KUBECONFIG={plane.kubeconfig}
-  reprieve on http://127.0.0.1:{plane.reprieve_port} (metrics, readyz), watching the apiserver
-  schedulers: reprieve-scheduler (reprieve in the path), default-scheduler (stock)
-
-Create hollow nodes (a fake kubelet runs their pods) and pods that opt in to reprieve:
-  kubectl apply -f examples/e2e-nodes.yaml
-  kubectl run demo --image=registry.invalid/demo --overrides='{{"spec":{{"schedulerName":"reprieve-scheduler"}}}}'
-
-Stop with Ctrl-C here, or `make cluster-down`.
-""",
-        flush=True,
-    )
-    (workdir / "controlplane.pid").write_text(str(os.getpid()))
+def _run(workdir: Path) -> int:
+    """Start everything, mark the cluster up, and keep it up until SIGTERM or SIGINT."""
     stop = False
 
     def on_signal(*_):
@@ -310,10 +282,82 @@ Stop with Ctrl-C here, or `make cluster-down`.
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    try:
+        plane = ControlPlane(workdir, build_toolchain()).start()
+    except StartupError as exc:
+        (workdir / "failed").write_text(str(exc))
+        return 1
+    (workdir / "up").write_text(f"reprieve http://127.0.0.1:{plane.reprieve_port}\n")
     while not stop:
         time.sleep(0.5)
     plane.stop()
     return 0
+
+
+def _up(workdir: Path) -> int:
+    if (workdir / "controlplane.pid").exists():
+        print(f"reprieve cluster: already running (see {workdir}); `make cluster-down` first", file=sys.stderr)
+        return 1
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    log = open(workdir / "controlplane.log", "wb")
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.e2e.controlplane", "run", "--dir", str(workdir)],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    (workdir / "controlplane.pid").write_text(str(child.pid))
+    while not (workdir / "up").exists():
+        if child.poll() is not None:
+            reason = (workdir / "failed").read_text() if (workdir / "failed").exists() else (workdir / "controlplane.log").read_text()[-3000:]
+            (workdir / "controlplane.pid").unlink()
+            print(f"reprieve cluster: failed to start:\n{reason}", file=sys.stderr)
+            return 1
+        time.sleep(0.2)
+    print(
+        f"""A local control plane is running (logs in {workdir.relative_to(ROOT)}/):
+  export KUBECONFIG=$PWD/{(workdir / 'kubeconfig').relative_to(ROOT)}
+  reprieve:    http://127.0.0.1:8888 (readyz, metrics), watching the apiserver
+  schedulers:  reprieve-scheduler (reprieve in its path), default-scheduler (stock)
+
+Create hollow nodes (a fake kubelet runs their pods) and pods that opt in to reprieve:
+  kubectl apply -f examples/hollow-nodes.yaml
+  kubectl apply -f examples/hollow-pods.yaml     # wait until both run, then:
+  kubectl apply -f examples/hollow-urgent.yaml
+  kubectl get pods -o wide; tail -f {(workdir / 'reprieve.log').relative_to(ROOT)}
+
+Stop it with `make cluster-down`."""
+    )
+    return 0
+
+
+def _down(workdir: Path) -> int:
+    pid_file = workdir / "controlplane.pid"
+    if not pid_file.exists():
+        print("reprieve cluster: not running")
+        return 0
+    pid = int(pid_file.read_text())
+    try:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            os.kill(pid, 0)
+            time.sleep(0.2)
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    pid_file.unlink()
+    print("reprieve cluster: stopped")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.e2e.controlplane")
+    parser.add_argument("command", choices=["up", "run", "down"])
+    parser.add_argument("--dir", default=str(ROOT / ".cluster"))
+    args = parser.parse_args(argv)
+    workdir = Path(args.dir).resolve()
+    return {"up": _up, "run": _run, "down": _down}[args.command](workdir)
 
 
 if __name__ == "__main__":

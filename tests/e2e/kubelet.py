@@ -68,7 +68,24 @@ class FakeKubelet(threading.Thread):
                 "Pod",
                 pod["metadata"]["name"],
                 pod["metadata"]["namespace"],
-                {"phase": "Running", "startTime": now, "conditions": conditions, "podIP": "10.1.0.1"},
+                {
+                    "phase": "Running",
+                    "startTime": now,
+                    "conditions": conditions,
+                    "podIP": "10.1.0.1",
+                    "containerStatuses": [
+                        {
+                            "name": c["name"],
+                            "image": c.get("image", ""),
+                            "imageID": "",
+                            "ready": True,
+                            "started": True,
+                            "restartCount": 0,
+                            "state": {"running": {"startedAt": now}},
+                        }
+                        for c in pod["spec"].get("containers") or ()
+                    ],
+                },
             )
         except (ApiError, urllib3.exceptions.HTTPError, OSError) as exc:
             log.debug("fake kubelet: start %s: %s", pod["metadata"]["name"], exc)

@@ -19,14 +19,35 @@ class Scenario:
         self.kube: Kube = plane.kube
         self.ns = namespace
         self.nodes: list[str] = []
+        self.written: dict[str, int] = {}  # reprieve's kind name -> newest resourceVersion this test saw
         self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+
+    def _saw(self, kind: str, obj: dict) -> dict:
+        rv = int(obj["metadata"]["resourceVersion"])
+        self.written[kind] = max(self.written.get(kind, 0), rv)
+        return obj
+
+    def synced(self, timeout: float = 10) -> None:
+        """Wait until reprieve's published view includes everything this test wrote or saw.
+
+        Scenarios test decisions, not how fast the cache converges (the live-cache tests do
+        that), so they start the decisive step only once reprieve is current."""
+        import json
+        import urllib.request
+
+        def current() -> bool:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.plane.reprieve_port}/readyz", timeout=2) as r:
+                versions = json.loads(r.read())["resourceVersions"]
+            return all(int(versions.get(kind, 0)) >= rv for kind, rv in self.written.items())
+
+        wait_for("reprieve's view to catch up", current, timeout)
 
     # --------------------------------------------------------------- objects
 
     def node(self, name: str, *, cpu: str = "10", memory: str = "64Gi", pods: int = 110) -> str:
         name = f"{self.ns}-{name}"
         allocatable = {"cpu": cpu, "memory": memory, "pods": str(pods)}
-        self.kube.create(
+        self._saw("nodes", self.kube.create(
             {
                 "apiVersion": "v1",
                 "kind": "Node",
@@ -37,7 +58,7 @@ class Scenario:
                     "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
                 },
             }
-        )
+        ))
         self.nodes.append(name)
         return name
 
@@ -88,7 +109,7 @@ class Scenario:
             spec["nodeName"] = node
         body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": self.ns, "labels": labels or {"app": name}}, "spec": spec}
         # The Priority admission plugin may not have seen a brand-new PriorityClass yet.
-        return wait_for(f"pod {name} admitted", lambda: self._try_create(body), timeout=15)
+        return self._saw("pods", wait_for(f"pod {name} admitted", lambda: self._try_create(body), timeout=15))
 
     def _try_create(self, body: dict) -> dict | None:
         try:
@@ -131,9 +152,9 @@ class Scenario:
 
         def check():
             pod = self.get(name)
-            return pod and pod["status"].get("phase") == "Running" and pod["spec"]["nodeName"]
+            return pod and pod["status"].get("phase") == "Running" and pod
 
-        return wait_for(f"{self.ns}/{name} to run", check, timeout)
+        return self._saw("pods", wait_for(f"{self.ns}/{name} to run", check, timeout))["spec"]["nodeName"]
 
     def running_all(self, *names: str, timeout: float = 30) -> None:
         for name in names:
@@ -162,10 +183,15 @@ class Scenario:
 
     def pdb_ready(self, name: str, *, allowed: int, healthy: int) -> None:
         def check():
-            status = self.kube.get_obj("PodDisruptionBudget", name, self.ns).get("status") or {}
-            return status.get("currentHealthy") == healthy and status.get("disruptionsAllowed") == allowed
+            pdb = self.kube.get_obj("PodDisruptionBudget", name, self.ns)
+            status = pdb.get("status") or {}
+            return status.get("currentHealthy") == healthy and status.get("disruptionsAllowed") == allowed and pdb
 
-        wait_for(f"PDB {name} status", check, timeout=30)
+        self._saw("poddisruptionbudgets", wait_for(f"PDB {name} status", check, timeout=30))
+
+    def nominate(self, name: str, node: str) -> None:
+        """Set status.nominatedNodeName, as a scheduler does after preempting for the pod."""
+        self._saw("pods", self.kube.patch_status("Pod", name, self.ns, {"nominatedNodeName": node}))
 
     # --------------------------------------------------------------- teardown
 

@@ -12,6 +12,7 @@ def evict_a_and_b_for_c(scenario, n1):
     scenario.pod("a", cpu="5", priority=100, node=n1, grace=6)
     scenario.pod("b", cpu="5", priority=100, node=n1, grace=3)
     scenario.running_all("a", "b")
+    scenario.synced()
     scenario.pod("c", cpu="10", priority=1000)
     wait_for("C nominated to n1", lambda: scenario.nominated("c") == n1)
     assert scenario.terminating("a") and scenario.terminating("b")
@@ -65,8 +66,8 @@ def nominated_holder(scenario, n1):
     """A priority-100 pod no scheduler serves, nominated to n1 for 3 of its 4 cpu: the room an
     earlier preemption freed for it. Only reprieve, which watches every pod, knows."""
     scenario.pod("holder", cpu="3", priority=100, scheduler="nobody")
-    scenario.kube.patch_status("Pod", "holder", scenario.ns, {"nominatedNodeName": n1})
-    wait_for("holder nominated", lambda: scenario.nominated("holder") == n1)
+    scenario.nominate("holder", n1)
+    scenario.synced()
 
 
 def test_filter_rejects_room_held_for_a_nominated_pod(scenario):

@@ -16,6 +16,7 @@ def test_minimal_victims_only_p2_goes(scenario):
     for name, priority, cpu in (("p0", 0, "3"), ("p1", 1, "1"), ("p2", 2, "5"), ("p3", 3, "1")):
         scenario.pod(name, cpu=cpu, priority=priority, node=n1)
     scenario.running_all("p0", "p1", "p2", "p3")
+    scenario.synced()
     scenario.pod("preemptor", cpu="5", priority=10)
     assert scenario.running("preemptor") == n1
     assert scenario.get("p2") is None
@@ -39,6 +40,7 @@ def test_qos_tie_break_side_by_side(scenario, scheduler, evicted, kept):
     time.sleep(1.1)  # startTime has one-second resolution
     scenario.pod("guaranteed", cpu="2", qos="guaranteed", priority=1, node=n1)
     scenario.running("guaranteed")
+    scenario.synced()
     scenario.pod("preemptor", cpu="2", priority=10, scheduler=scheduler)
     assert scenario.running("preemptor") == n1
     assert scenario.get(evicted) is None
@@ -54,6 +56,7 @@ def test_pdb_protected_victim_is_spared_for_a_node_that_violates_nothing(scenari
     scenario.running_all("protected", "free")
     scenario.pdb("db", match={"app": "db"}, min_available=1)
     scenario.pdb_ready("db", allowed=0, healthy=1)
+    scenario.synced()
     scenario.pod("preemptor", cpu="4", priority=10)
     assert scenario.running("preemptor") == n2
     assert scenario.get("free") is None
@@ -76,6 +79,7 @@ def test_best_effort_pods_are_never_evicted_for_cpu(scenario):
     scenario.pod("best-effort", priority=1, qos="besteffort", node=n1)
     scenario.pod("burstable", cpu="3", priority=1, node=n1)
     scenario.running_all("best-effort", "burstable")
+    scenario.synced()
     scenario.pod("preemptor", cpu="2", priority=10)
     assert scenario.running("preemptor") == n1
     assert scenario.get("burstable") is None

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Smoke test of the binaries build.sh produces: start etcd, kube-apiserver,
 # kube-scheduler, kube-controller-manager and kwok on 127.0.0.1 (free ports,
-# everything in a temp dir), check each is healthy, run a ReplicaSet + PDB
-# through them, then stop everything. The flags here are the ones NOTES.md
-# documents.
+# everything in a temp dir), check each is healthy, run a Deployment + PDB
+# through them (scheduling, kwok, PDB status, GC, namespace deletion), then
+# stop everything. The flags here are the ones NOTES.md documents.
 #
 #   tests/e2e/toolchain/smoke.sh [BIN_DIR]      (default: the output of build.sh)
 #
@@ -179,6 +179,9 @@ metadata:
   annotations: {kwok.x-k8s.io/node: fake}
   labels: {type: kwok}
 spec: {}
+status:   # kept on create; kwok only fills capacity/allocatable when absent (then 1k CPU, 1Ti)
+  capacity: {cpu: "4", memory: 8Gi, pods: "110"}
+  allocatable: {cpu: "4", memory: 8Gi, pods: "110"}
 ---
 apiVersion: v1
 kind: Namespace
@@ -208,6 +211,8 @@ wait_ok "2 pods Running on the kwok node" "$t" 60 sh -c \
   "test \"\$(kubectl -n smoke get pods --field-selector=status.phase=Running,spec.nodeName=fake-node-1 -o name | wc -l)\" = 2"
 wait_ok "PDB status (2 healthy, 1 disruption allowed)" "$t" 60 sh -c \
   "test \"\$(kubectl -n smoke get pdb web -o jsonpath='{.status.currentHealthy}/{.status.disruptionsAllowed}')\" = 2/1"
+got="$(kubectl get node fake-node-1 -o jsonpath='{.status.allocatable.cpu}/{.status.allocatable.memory}')"
+[[ "$got" == 4/8Gi ]] || { say "node allocatable is $got, want 4/8Gi"; exit 1; }
 kubectl get nodes -o wide >&2
 kubectl -n smoke get deploy,rs,pods,pdb -o wide >&2
 
