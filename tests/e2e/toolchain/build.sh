@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the upstream binaries the e2e tests run (kube-apiserver, kube-scheduler,
-# kube-controller-manager, etcd, kwok) from the Go module proxy, once per
+# kube-controller-manager, etcd) from the Go module proxy, once per
 # pinned version set, into
 #   ${REPRIEVE_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/reprieve-e2e}/<k8s version>/bin/
 #
@@ -8,7 +8,7 @@
 # Exit status non-zero on failure, with a one-line reason as the last stderr line.
 #
 # Versions are not written here: they are read from the go.mod files beside
-# this script (go.mod, etcd/go.mod, kwok/go.mod), which pin.sh writes.
+# this script (go.mod, etcd/go.mod), which pin.sh writes.
 #
 # Env:
 #   REPRIEVE_E2E_CACHE  cache root (see above)
@@ -35,18 +35,16 @@ modver() { # go.mod module -> version of `require module version` (block or sing
 }
 K8S_VERSION="$(modver "$here/go.mod" k8s.io/kubernetes)"
 ETCD_VERSION="$(modver "$here/etcd/go.mod" go.etcd.io/etcd/server/v3)"
-KWOK_VERSION="$(modver "$here/kwok/go.mod" sigs.k8s.io/kwok)"
 [[ "$K8S_VERSION" =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] ||
   die "cannot read the pinned k8s.io/kubernetes version from $here/go.mod (got '$K8S_VERSION'); rerun pin.sh"
 K8S_MINOR="${BASH_REMATCH[1]}"
 STAGING="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
 [[ -n "$ETCD_VERSION" ]] || die "cannot read the pinned etcd version from $here/etcd/go.mod; rerun pin.sh"
-[[ -n "$KWOK_VERSION" ]] || die "cannot read the pinned kwok version from $here/kwok/go.mod; rerun pin.sh"
 bad="$(awk '$0 ~ /=> k8s\.io\// && $NF != v { print $1 " " $NF }' v="$STAGING" "$here/go.mod" | head -n1)"
 [[ -z "$bad" ]] ||
   die "$here/go.mod replaces $bad but k8s.io/kubernetes is $K8S_VERSION (want $STAGING); rerun pin.sh"
 
-COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler etcd kwok)
+COMPONENTS=(kube-apiserver kube-controller-manager kube-scheduler etcd)
 
 cache_root="${REPRIEVE_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/reprieve-e2e}"
 dir="$cache_root/$K8S_VERSION"
@@ -56,15 +54,14 @@ logs="$dir/logs"
 
 # What the stamp must say for bin/ to be reused: versions + recipe + go.mod/go.sum contents.
 fingerprint="$(
-  printf 'recipe %s\nk8s.io/kubernetes %s\netcd %s\nkwok %s\n' "$RECIPE" "$K8S_VERSION" "$ETCD_VERSION" "$KWOK_VERSION"
-  cd "$here" && sha256sum go.mod go.sum etcd/go.mod etcd/go.sum kwok/go.mod kwok/go.sum
+  printf 'recipe %s\nk8s.io/kubernetes %s\netcd %s\n' "$RECIPE" "$K8S_VERSION" "$ETCD_VERSION"
+  cd "$here" && sha256sum go.mod go.sum etcd/go.mod etcd/go.sum
 )"
 
 cached() {
   [[ -f "$stamp" && "$(cat "$stamp")" == "$fingerprint" ]] || return 1
   local c
   for c in "${COMPONENTS[@]}"; do [[ -x "$bin/$c" ]] || return 1; done
-  [[ -s "$bin/kwok-stages.yaml" ]]
 }
 
 if cached; then echo "$bin"; exit 0; fi
@@ -100,12 +97,12 @@ fail() { # what log
   die "$1 failed: $(reason "$2"); see log $2"
 }
 
-say "building kube-apiserver/kube-controller-manager/kube-scheduler $K8S_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION into $bin (logs: $logs)"
+say "building kube-apiserver/kube-controller-manager/kube-scheduler $K8S_VERSION, etcd $ETCD_VERSION into $bin (logs: $logs)"
 t_all="$(now)"
 
 # --- download ---------------------------------------------------------------
 t="$(now)"
-for m in ".:kubernetes $K8S_VERSION" "etcd:etcd $ETCD_VERSION" "kwok:kwok $KWOK_VERSION"; do
+for m in ".:kubernetes $K8S_VERSION" "etcd:etcd $ETCD_VERSION"; do
   d="${m%%:*}" what="${m#*:}" log="$logs/download-${d/./kubernetes}.log"
   (cd "$here/$d" && "$GO" mod download -x) >"$log" 2>&1 ||
     fail "downloading the Go modules for $what from the Go module proxy" "$log"
@@ -135,25 +132,6 @@ t="$(now)" log="$logs/etcd.log"
   -o "$out/etcd" go.etcd.io/etcd/server/v3) >"$log" 2>&1 ||
   fail "building etcd $ETCD_VERSION from the Go module proxy" "$log"
 say "compile etcd: $(dt "$t")"
-
-t="$(now)" log="$logs/kwok.log"
-(cd "$here/kwok" && "$GO" build "${build_flags[@]}" \
-  -ldflags "-s -w" \
-  -o "$out/kwok" sigs.k8s.io/kwok/cmd/kwok) >"$log" 2>&1 ||
-  fail "building kwok $KWOK_VERSION from the Go module proxy" "$log"
-say "compile kwok: $(dt "$t")"
-
-# kwok does nothing without Stage objects; ship the default ones kwokctl uses
-# (node-initialize, node-heartbeat-with-lease, pod-ready/complete/delete) from
-# the same kwok module version, as one --config file.
-log="$logs/kwok-stages.log"
-(
-  kdir="$(cd "$here/kwok" && "$GO" list -m -f '{{.Dir}}' sigs.k8s.io/kwok)" &&
-    for f in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
-      pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
-      echo "---" && cat "$kdir/kustomize/stage/$f.yaml" || exit 1
-    done >"$out/kwok-stages.yaml"
-) >"$log" 2>&1 || fail "collecting the kwok $KWOK_VERSION stage files" "$log"
 
 # --- sanity check, publish, stamp last ---------------------------------------
 for c in "${COMPONENTS[@]}"; do

@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# Re-pin the e2e toolchain: regenerate the go.mod/go.sum files of the three
+# Re-pin the e2e toolchain: regenerate the go.mod/go.sum files of the two
 # small Go modules that build.sh builds from. This is the only script that
 # chooses versions; build.sh only reads what the go.mod files say.
 #
-#   tests/e2e/toolchain/pin.sh [K8S_VERSION [ETCD_VERSION [KWOK_VERSION]]]
+#   tests/e2e/toolchain/pin.sh [K8S_VERSION [ETCD_VERSION]]
 #
 # Defaults: K8S_VERSION = newest non-prerelease k8s.io/kubernetes v1.X.Y on the
 # Go module proxy; ETCD_VERSION = the go.etcd.io/etcd/server/v3 version that
-# k8s.io/kubernetes's own go.mod requires (the etcd it is tested with);
-# KWOK_VERSION = newest sigs.k8s.io/kwok release.
+# k8s.io/kubernetes's own go.mod requires (the etcd it is tested with).
 #
 # Modules written:
 #   go.mod       k8s.io/kubernetes + one replace per k8s.io/* staging module
@@ -16,8 +15,6 @@
 #                pointed at the published v0.X.Y of the same release.
 #   etcd/go.mod  go.etcd.io/etcd/server/v3 (its own go.mod has replace
 #                directives, so `go install ...@version` refuses to build it).
-#   kwok/go.mod  sigs.k8s.io/kwok (kept apart so its k8s.io/* versions do not
-#                fight with the ones above).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -51,8 +48,7 @@ for r in m.get("Replace") or []:
         print(r["Old"]["Path"])')
 
 etcd="${2:-$etcd_default}"
-kwok="${3:-$(newest_stable sigs.k8s.io/kwok)}"
-echo "pin.sh: k8s.io/kubernetes $k8s (staging $staging, ${#replaced[@]} replaces), etcd $etcd, kwok $kwok" >&2
+echo "pin.sh: k8s.io/kubernetes $k8s (staging $staging, ${#replaced[@]} replaces), etcd $etcd" >&2
 
 newmod() { # dir module-path go-version
   rm -f "$1/go.mod" "$1/go.sum"
@@ -72,10 +68,4 @@ mkdir -p "$here/etcd"
 newmod "$here/etcd" reprieve.local/e2e/toolchain/etcd "$("$GO" mod edit -json "$emod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Go"])')"
 (cd "$here/etcd" && "$GO" mod edit -require="go.etcd.io/etcd/server/v3@$etcd" -tool=go.etcd.io/etcd/server/v3 && "$GO" mod tidy)
 
-# --- kwok ------------------------------------------------------------------
-wmod="$("$GO" mod download -json "sigs.k8s.io/kwok@$kwok" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')"
-mkdir -p "$here/kwok"
-newmod "$here/kwok" reprieve.local/e2e/toolchain/kwok "$("$GO" mod edit -json "$wmod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Go"])')"
-(cd "$here/kwok" && "$GO" mod edit -require="sigs.k8s.io/kwok@$kwok" -tool=sigs.k8s.io/kwok/cmd/kwok && "$GO" mod tidy)
-
-echo "pin.sh: done; commit go.mod/go.sum, etcd/go.mod/go.sum, kwok/go.mod/go.sum" >&2
+echo "pin.sh: done; commit go.mod/go.sum, etcd/go.mod/go.sum" >&2
