@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlencode
 
@@ -78,8 +78,13 @@ class ApiServer:
             raise _error(response.status, body)
         return orjson.loads(body)
 
-    def watch(self, path: str, params: dict[str, Any], *, read_timeout: float) -> Iterator[dict]:
-        """Events of a watch stream until the server ends it; a silent stream times out."""
+    def watch(
+        self, path: str, params: dict[str, Any], *, read_timeout: float, on_connect: Callable[[], None] = lambda: None
+    ) -> Iterator[dict]:
+        """Events of a watch stream until the server ends it; a silent stream times out.
+
+        ``on_connect`` runs once the server has accepted the watch (HTTP 200).
+        """
         response = self._pool.request(
             "GET",
             f"{self._host}{path}?{urlencode({**params, 'watch': 'true'})}",
@@ -90,6 +95,7 @@ class ApiServer:
         try:
             if response.status != 200:
                 raise _error(response.status, response.read())
+            on_connect()
             yield from _lines(response)
         finally:
             response.release_conn()

@@ -35,6 +35,7 @@ class LiveCluster:
         staleness_bound: float = 5.0,
         publish_interval: float = 0.05,
         watch_seconds: int = 60,
+        silence_timeout: float = 75.0,
         clock=time.monotonic,
     ) -> None:
         self._api = api
@@ -43,6 +44,7 @@ class LiveCluster:
         self._staleness_bound = staleness_bound
         self._publish_interval = publish_interval
         self._watch_seconds = watch_seconds
+        self._silence_timeout = max(silence_timeout, watch_seconds + 1)
         self._clock = clock
         self._stop = threading.Event()
         self._changed = threading.Event()
@@ -98,6 +100,7 @@ class LiveCluster:
                     on_event=self._count_event,
                     stop=self._stop,
                     watch_seconds=self._watch_seconds,
+                    silence_timeout=self._silence_timeout,
                 )
             )
         self._threads.append(threading.Thread(target=self._publish_loop, name="publisher", daemon=True))

@@ -31,6 +31,7 @@ class Reflector(threading.Thread):
         stop: threading.Event,
         page_size: int = 500,
         watch_seconds: int = 60,
+        silence_timeout: float = 75.0,
         max_backoff: float = 5.0,
     ) -> None:
         super().__init__(name=f"reflector-{kind.name}", daemon=True)
@@ -40,6 +41,7 @@ class Reflector(threading.Thread):
         self._stop = stop
         self._page_size = page_size
         self._watch_seconds = watch_seconds
+        self._silence_timeout = silence_timeout
         self._max_backoff = max_backoff
 
     def run(self) -> None:
@@ -50,7 +52,8 @@ class Reflector(threading.Thread):
                 if resource_version is None:
                     resource_version = self._list()
                     self._on_event(self.kind.name, "relist")
-                self._on_sync(self.kind.name, True)
+                    self._on_sync(self.kind.name, True)
+                # In sync again only once a new watch is accepted: reconnecting is not enough.
                 resource_version = self._watch(resource_version)
                 backoff = 0.2
             except Gone:
@@ -93,9 +96,10 @@ class Reflector(threading.Thread):
             "allowWatchBookmarks": "true",
             "timeoutSeconds": self._watch_seconds,
         }
-        # The server ends the stream after timeoutSeconds and sends bookmarks meanwhile; a
-        # stream silent for longer than that is dead.
-        for event in self._api.watch(self.kind.path, params, read_timeout=self._watch_seconds + 10):
+        # The server ends the stream after timeoutSeconds and sends bookmarks meanwhile, so a
+        # stream silent for longer than silence_timeout (> watch_seconds) is dead.
+        connected = lambda: self._on_sync(self.kind.name, True)  # noqa: E731
+        for event in self._api.watch(self.kind.path, params, read_timeout=self._silence_timeout, on_connect=connected):
             kind = event.get("type")
             obj = event.get("object") or {}
             if kind == "ERROR":

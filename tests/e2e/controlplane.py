@@ -93,13 +93,13 @@ class ControlPlane:
         for name in reversed(list(self.procs)):
             self.stop_process(name)
 
-    def stop_process(self, name: str) -> None:
+    def stop_process(self, name: str, *, grace: float = 15) -> None:
         proc = self.procs.pop(name, None)
         if proc is None or proc.poll() is not None:
             return
         proc.send_signal(signal.SIGTERM)
         try:
-            proc.wait(timeout=15)
+            proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=5)
@@ -188,7 +188,7 @@ class ControlPlane:
         ]
 
     def _apiserver(self) -> None:
-        self._spawn("kube-apiserver", self.apiserver_args(), self._readyz, timeout=90)
+        self.start_apiserver()
 
     def _readyz(self) -> bool:
         import ssl
@@ -199,10 +199,28 @@ class ControlPlane:
         with urllib.request.urlopen(f"https://127.0.0.1:{self.ports['apiserver']}/readyz", context=ctx, timeout=2) as r:
             return r.read().strip() == b"ok"
 
-    def restart_apiserver(self, down_seconds: float = 0.0) -> None:
-        self.stop_process("kube-apiserver")
-        time.sleep(down_seconds)
+    def start_apiserver(self) -> None:
         self._spawn("kube-apiserver", self.apiserver_args(), self._readyz, timeout=90)
+
+    def kill_apiserver(self) -> None:
+        """Stop the apiserver abruptly (it would otherwise hold watches open while it drains)."""
+        self.stop_process("kube-apiserver", grace=0.5)
+
+    def compact_etcd(self) -> int:
+        """Compact etcd at its current revision (through its JSON gateway); returns the revision."""
+        import json
+        import urllib.request
+
+        base = f"http://127.0.0.1:{self.ports['etcd']}/v3/kv"
+
+        def post(path: str, body: dict) -> dict:
+            request = urllib.request.Request(f"{base}/{path}", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=10) as r:
+                return json.loads(r.read())
+
+        revision = int(post("range", {"key": "Lw=="})["header"]["revision"])  # key "/"
+        post("compaction", {"revision": revision, "physical": True})
+        return revision
 
     def _secure_healthz(self, port: int) -> bool:
         import ssl
