@@ -49,9 +49,8 @@ def _documents(path: Path, text: bytes) -> list[Any]:
 def _objects(documents: list[Any], source: str) -> Iterator[tuple[str, Any]]:
     """(where, object) for every object, flattening ``kind: List`` documents."""
     for d, doc in enumerate(documents):
-        if isinstance(doc, dict) and doc.get("kind") == "List" or (
-            isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc
-        ):
+        # `kind: List` from kubectl; also typed lists such as PodList from the raw API.
+        if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and "items" in doc:
             items = doc.get("items") or []
             if not isinstance(items, list):
                 raise SnapshotError(f"{source}: document {d}: items must be a list")

@@ -130,81 +130,74 @@ def churn(scenario: Scenario, *, pods: int, nodes: int, budgets: int, rate: floa
             pool.submit(write)
 
 
-def cleanup_classes(kube, ns):
-    for c in kube.list("PriorityClass"):
-        if c["metadata"]["name"].startswith(ns):
-            kube.delete("PriorityClass", c["metadata"]["name"])
+@pytest.fixture
+def synced(plane, relay, scenario):
+    """Make a LiveCluster through the relay and wait for its initial sync; stop it afterwards."""
+    made = []
 
-
-def test_converges_within_2s_of_the_last_write(plane, relay, scenario):
-    cache, metrics = live(plane, relay)
-    try:
+    def make(**kwargs) -> tuple[LiveCluster, Metrics]:
+        cache, metrics = live(plane, relay, **kwargs)
+        made.append(cache)
         wait_for("initial sync", cache.ready, timeout=10)
-        churn(scenario, pods=2000, nodes=100, budgets=60, rate=400)
-        lag = converged(plane.kube, cache, scenario, within=2.0)
-        assert seen(cache, scenario)["pods"], "the view saw no pods at all"
-        print(f"converged {lag:.2f}s after the last of ~3,100 writes")
-    finally:
+        return cache, metrics
+
+    yield make
+    for cache in made:
         cache.stop()
-        cleanup_classes(plane.kube, scenario.ns)
+    for c in plane.kube.list("PriorityClass"):  # cluster-scoped: not removed with the namespace
+        if c["metadata"]["name"].startswith(scenario.ns):
+            plane.kube.delete("PriorityClass", c["metadata"]["name"])
 
 
-def test_recovers_from_a_cut_watch(plane, relay, scenario):
-    cache, metrics = live(plane, relay)
-    try:
-        wait_for("initial sync", cache.ready, timeout=10)
-        assert relay.cut() >= 4, "expected the four watches to be open"
-        churn(scenario, pods=200, nodes=10, budgets=10, rate=400)
-        converged(plane.kube, cache, scenario, within=10)
-        assert sum(metrics.cache_watch_restarts.labels(k)._value.get() for k in ("pods", "nodes")) >= 2
-    finally:
-        cache.stop()
-        cleanup_classes(plane.kube, scenario.ns)
+def test_converges_within_2s_of_the_last_write(plane, synced, scenario):
+    cache, _ = synced()
+    churn(scenario, pods=2000, nodes=100, budgets=60, rate=400)
+    lag = converged(plane.kube, cache, scenario, within=2.0)
+    assert seen(cache, scenario)["pods"], "the view saw no pods at all"
+    print(f"converged {lag:.2f}s after the last of ~3,100 writes")
 
 
-def test_notices_a_silent_watch_and_readyz_shows_the_gap(plane, relay, scenario):
+def test_recovers_from_a_cut_watch(plane, relay, synced, scenario):
+    cache, metrics = synced()
+    assert relay.cut() >= 4, "expected the four watches to be open"
+    churn(scenario, pods=200, nodes=10, budgets=10, rate=400)
+    converged(plane.kube, cache, scenario, within=10)
+    assert sum(metrics.cache_watch_restarts.labels(k)._value.get() for k in ("pods", "nodes")) >= 2
+
+
+def test_notices_a_silent_watch_and_readyz_shows_the_gap(plane, relay, synced, scenario):
     # The connection stays open but nothing flows: only the client-side timeout can tell.
-    cache, metrics = live(plane, relay, watch_seconds=2, silence_timeout=3)
-    try:
-        wait_for("initial sync", cache.ready, timeout=10)
-        relay.silent = True
-        churn(scenario, pods=50, nodes=5, budgets=5, rate=400)
-        wait_for("not ready while the watch is silent", lambda: not cache.ready(), timeout=10)
-        relay.silent = False
-        relay.cut()
-        converged(plane.kube, cache, scenario, within=10)
-        assert cache.ready()
-    finally:
-        cache.stop()
-        cleanup_classes(plane.kube, scenario.ns)
+    cache, _ = synced(watch_seconds=2, silence_timeout=3)
+    relay.silent = True
+    churn(scenario, pods=50, nodes=5, budgets=5, rate=400)
+    wait_for("not ready while the watch is silent", lambda: not cache.ready(), timeout=10)
+    relay.silent = False
+    relay.cut()
+    converged(plane.kube, cache, scenario, within=10)
+    assert cache.ready()
 
 
-def test_survives_an_apiserver_restart_and_a_forced_relist(plane, relay, scenario):
-    cache, metrics = live(plane, relay)
-    try:
-        wait_for("initial sync", cache.ready, timeout=10)
-        churn(scenario, pods=100, nodes=5, budgets=5, rate=400)
-        converged(plane.kube, cache, scenario, within=2)
-        relists_before = metrics.cache_relists.labels("pods")._value.get()
-        # Take the apiserver down; behind reprieve's back, write into a fresh one and compact
-        # etcd, so reprieve's resourceVersion is gone: its watch must get 410 and relist.
-        relay.accepting = False  # reprieve cannot reach the apiserver from here on
-        plane.kill_apiserver()
-        wait_for("/readyz to show the gap", lambda: not cache.ready(), timeout=10)
-        plane.start_apiserver()
-        for i in range(100, 150):
-            plane.kube.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"pod-{i}", "namespace": scenario.ns}, "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "x"}]}})
-        plane.compact_etcd()
-        plane.kill_apiserver()
-        plane.start_apiserver()
-        relay.accepting = True
-        lag = converged(plane.kube, cache, scenario, within=10)
-        assert cache.ready()
-        assert metrics.cache_relists.labels("pods")._value.get() > relists_before, "expected a relist after 410 Gone"
-        print(f"converged {lag:.2f}s after the apiserver came back")
-    finally:
-        cache.stop()
-        cleanup_classes(plane.kube, scenario.ns)
+def test_survives_an_apiserver_restart_and_a_forced_relist(plane, relay, synced, scenario):
+    cache, metrics = synced()
+    churn(scenario, pods=100, nodes=5, budgets=5, rate=400)
+    converged(plane.kube, cache, scenario, within=2)
+    relists_before = metrics.cache_relists.labels("pods")._value.get()
+    # Take the apiserver down; behind reprieve's back, write into a fresh one and compact
+    # etcd, so reprieve's resourceVersion is gone: its watch must get 410 and relist.
+    relay.accepting = False  # reprieve cannot reach the apiserver from here on
+    plane.kill_apiserver()
+    wait_for("/readyz to show the gap", lambda: not cache.ready(), timeout=10)
+    plane.start_apiserver()
+    for i in range(100, 150):
+        plane.kube.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"pod-{i}", "namespace": scenario.ns}, "spec": {"schedulerName": "nobody", "containers": [{"name": "c", "image": "x"}]}})
+    plane.compact_etcd()
+    plane.kill_apiserver()
+    plane.start_apiserver()
+    relay.accepting = True
+    lag = converged(plane.kube, cache, scenario, within=10)
+    assert cache.ready()
+    assert metrics.cache_relists.labels("pods")._value.get() > relists_before, "expected a relist after 410 Gone"
+    print(f"converged {lag:.2f}s after the apiserver came back")
 
 
 def test_readiness_gating_and_safe_answers(plane, relay, scenario):
