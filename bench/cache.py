@@ -488,7 +488,8 @@ def _digest(view) -> dict:
     """What policy reads, reduced to comparable plain values."""
     return {
         "nodes": {name: (info.node, tuple(p.uid for p in info.pods), dict(info.requested),
-                         info._priorities_desc, tuple(map(dict, info._running_sums))) for name, info in view.nodes.items()},
+                         tuple((q, dict(info.requested_at_or_above(q))) for q in sorted({p.priority for p in info.pods} | {-1, 10**10})))
+                  for name, info in view.nodes.items()},
         "pods": dict(view.pods),
         "nominated": {k: tuple(sorted(p.uid for p in v)) for k, v in view.nominated.items() if v},
         "budgets": {k: tuple(sorted(b.key for b in v)) for k, v in view.budgets.items() if v},

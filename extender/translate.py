@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Mapping
 
@@ -18,9 +19,44 @@ _NODE_LIMITED_VOLUMES = frozenset(
 )
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
+# Records of a large cluster repeat the same small values: share them (see _shared).
+_SHARED: dict = {}
+_SHARED_LIMIT = 200_000
+
+
+def _shared(key, make):
+    """One immutable value per key, so that 150,000 pods hold a few hundred distinct vectors
+    and label maps (half the memory of a live view). The table is emptied when it grows
+    large: sharing is only a saving."""
+    value = _SHARED.get(key)
+    if value is None:
+        if len(_SHARED) >= _SHARED_LIMIT:
+            _SHARED.clear()
+        value = _SHARED[key] = make()
+    return value
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def _units(name: str, quantity: str | int | float) -> int:
+    return to_units(name, quantity)
+
 
 def vector(quantities: Mapping[str, str | int | float] | None) -> dict[str, int]:
-    return {name: to_units(name, q) for name, q in (quantities or {}).items()}
+    return {name: _units(name, q) for name, q in (quantities or {}).items()}
+
+
+def _share_vector(v: dict[str, int]) -> Mapping[str, int]:
+    return _shared(("v", *sorted(v.items())), lambda: v)
+
+
+def _share_labels(labels: Mapping[str, str] | None) -> Mapping[str, str]:
+    if not labels:
+        return {}
+    return _shared(("l", *sorted(labels.items())), lambda: dict(labels))
+
+
+def _intern(text: str | None) -> str | None:
+    return sys.intern(text) if text else None
 
 
 def _requests_and_limits(rr: kube.ResourceRequirements | None) -> tuple[dict[str, int], dict[str, int]]:
@@ -59,15 +95,15 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass]) -> mod
         priority=model.resolve_priority(
             spec_priority=spec.priority, class_name=spec.priorityClassName or "", classes=classes
         ),
-        requests=requests,
+        requests=_share_vector(requests),
         qos=qos,
-        labels=dict(meta.labels or {}),
-        node_name=spec.nodeName or None,
-        nominated_node_name=status.nominatedNodeName or None,
+        labels=_share_labels(meta.labels),
+        node_name=_intern(spec.nodeName),
+        nominated_node_name=_intern(status.nominatedNodeName),
         start_time=status.startTime.timestamp() if status.startTime else None,
         terminating=meta.deletionTimestamp is not None,
         preemption_never=spec.preemptionPolicy == "Never",
-        priority_class_name=spec.priorityClassName or "",
+        priority_class_name=sys.intern(spec.priorityClassName or ""),
         unmodelled=_unmodelled(spec),
     )
 
@@ -96,7 +132,7 @@ def _unmodelled(spec: kube.PodSpec) -> tuple[str, ...]:
 
 
 def node_record(node: kube.Node) -> model.Node:
-    return model.Node(name=node.metadata.name, allocatable=vector(node.status.allocatable))
+    return model.Node(name=sys.intern(node.metadata.name), allocatable=_share_vector(vector(node.status.allocatable)))
 
 
 def selector(sel: kube.LabelSelector | None) -> Selector:

@@ -19,25 +19,30 @@ class NodeInfo:
     node: Node
     pods: tuple[Pod, ...]
     requested: Vector
-    # Pod priorities in descending order, and the running sum of their requests, so that
-    # "what do pods of priority >= p request here" is one bisect (see requested_at_or_above).
-    _priorities_desc: tuple[int, ...] = field(repr=False)
-    _running_sums: tuple[Vector, ...] = field(repr=False)
+    # The distinct pod priorities, negated and ascending, and what the pods of each priority
+    # or more request together, so that "what do pods of priority >= p request here" is one
+    # bisect (see requested_at_or_above). One sum per priority level, not per pod.
+    _levels: tuple[int, ...] = field(repr=False)
+    _sums: tuple[Vector, ...] = field(repr=False)
 
     @classmethod
     def build(cls, node: Node, pods: Iterable[Pod]) -> "NodeInfo":
         ordered = tuple(sorted(pods, key=lambda p: (-p.priority, p.key)))
+        levels: list[int] = []
         sums: list[Vector] = []
-        running: Vector = {}
-        for pod in ordered:
-            running = resources.add(running, pod.requests)
-            sums.append(running)
+        running: dict[str, int] = {}
+        for i, pod in enumerate(ordered):
+            for name, value in pod.requests.items():
+                running[name] = running.get(name, 0) + value
+            if i + 1 == len(ordered) or ordered[i + 1].priority != pod.priority:
+                levels.append(-pod.priority)
+                sums.append(dict(running))
         return cls(
             node=node,
             pods=ordered,
-            requested=running,
-            _priorities_desc=tuple(-p.priority for p in ordered),
-            _running_sums=tuple(sums),
+            requested=sums[-1] if sums else {},
+            _levels=tuple(levels),
+            _sums=tuple(sums),
         )
 
     @property
@@ -46,8 +51,8 @@ class NodeInfo:
 
     def requested_at_or_above(self, priority: int) -> Vector:
         """Requests of the pods here whose priority is >= ``priority`` (those preemption keeps)."""
-        count = bisect.bisect_right(self._priorities_desc, -priority)
-        return self._running_sums[count - 1] if count else resources.EMPTY
+        count = bisect.bisect_right(self._levels, -priority)
+        return self._sums[count - 1] if count else resources.EMPTY
 
 
 @dataclass(frozen=True, slots=True)

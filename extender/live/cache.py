@@ -115,7 +115,7 @@ class LiveCluster:
     # internals
 
     def _classes(self) -> dict[str, PriorityClass]:
-        return {c.name: c for c in self._store.get("priorityclasses").values()}
+        return self._store.priority_classes()
 
     def _sync_changed(self, kind: str, in_sync: bool) -> None:
         with self._lock:

@@ -1,17 +1,29 @@
-"""The live records of each kind, and the immutable ClusterView built from them."""
+"""The live records of each kind, and the immutable ClusterView published from them.
+
+The store keeps, next to the records, the indexes a ClusterView is made of (pods by node,
+nominated pods by node, PDB coverage) and updates them with every change, remembering what
+changed since the last view. Publishing is then incremental: the new view shares every
+NodeInfo, tuple and record that did not change with the previous one, and copies only the
+top-level mappings, so that a view of 150,000 pods costs milliseconds rather than seconds.
+A view is never changed after it is built: policy reads it without locks.
+"""
 
 from __future__ import annotations
 
+import itertools
 import threading
 from typing import Any
 
-from policy.view import ClusterView
+from policy.model import DisruptionBudget, Pod
+from policy.view import ClusterView, NodeInfo
+
+PODS, NODES, BUDGETS, CLASSES = "pods", "nodes", "poddisruptionbudgets", "priorityclasses"
 
 
 class Store:
     """Records per kind, changed in place by the reflectors under one lock.
 
-    Policy never sees these dicts: ``build_view`` copies them into a new ClusterView.
+    Policy never sees these dicts: ``build_view`` publishes copies into a new ClusterView.
     """
 
     def __init__(self, kinds: tuple[str, ...]) -> None:
@@ -19,10 +31,31 @@ class Store:
         self._records: dict[str, dict[str, Any]] = {kind: {} for kind in kinds}
         self._generation = 0  # bumped by every change; tells the publisher a view is due
         self._versions: dict[str, str] = {}  # kind -> resourceVersion of the latest list, event or bookmark
+        self._classes: dict[str, Any] = {}  # priority classes by name; replaced, never changed
+        # Indexes over the records (pods by UID, budgets by namespace/name).
+        self._order = itertools.count()
+        self._seq: dict[str, int] = {}  # pod UID -> its position in the pod records (store order)
+        self._bound: dict[str, dict[str, Pod]] = {}  # node name -> UID -> pod bound there
+        self._nominated: dict[str, dict[str, Pod]] = {}  # node name -> UID -> pending pod nominated there
+        self._in_namespace: dict[str, dict[str, Pod]] = {}  # namespace -> UID -> pod
+        self._ns_budgets: dict[str, dict[str, DisruptionBudget]] = {}  # namespace -> key -> budget
+        self._pod_budgets: dict[str, tuple[DisruptionBudget, ...]] = {}  # UID -> budgets covering it
+        self._members: dict[str, dict[str, Pod]] = {}  # budget key -> UID -> covered pod
+        # What changed since the last view.
+        self._view: ClusterView | None = None
+        self._all_dirty = True
+        self._dirty_nodes: set[str] = set()
+        self._dirty_nominated: set[str] = set()
+        self._dirty_members: set[str] = set()
+        self._dirty_kinds: set[str] = set(kinds)
 
     @property
     def generation(self) -> int:
         return self._generation
+
+    def priority_classes(self) -> dict[str, Any]:
+        """Priority classes by name (a snapshot: do not change it)."""
+        return self._classes
 
     def replace(self, kind: str, records: dict[str, Any], resource_version: str) -> None:
         """A fresh list: the kind's records become exactly these (ghosts of missed deletes go)."""
@@ -30,15 +63,41 @@ class Store:
             self._records[kind] = records
             self._versions[kind] = resource_version
             self._generation += 1
+            self._dirty_kinds.add(kind)
+            if kind == PODS:
+                self._reindex_pods()
+            elif kind == BUDGETS:
+                self._reindex_budgets()
+            elif kind == CLASSES:
+                self._classes = dict(records)
+            self._all_dirty = True
 
     def apply(self, kind: str, key: str, record: Any | None, resource_version: str) -> None:
         with self._lock:
+            records = self._records[kind]
+            old = records.get(key)
             if record is None:
-                self._records[kind].pop(key, None)
+                records.pop(key, None)
             else:
-                self._records[kind][key] = record
+                records[key] = record
             self._versions[kind] = resource_version
             self._generation += 1
+            self._dirty_kinds.add(kind)
+            if kind == PODS:
+                if old is not None:
+                    self._unindex_pod(old, moving=record is not None)
+                if record is not None:
+                    if old is None:
+                        self._seq[key] = next(self._order)
+                    self._index_pod(record)
+                else:
+                    self._seq.pop(key, None)
+            elif kind == NODES:
+                self._dirty_nodes.add(key)
+            elif kind == BUDGETS:
+                self._budget_changed(old, record)
+            elif kind == CLASSES:
+                self._classes = dict(records)
 
     def bookmark(self, kind: str, resource_version: str) -> None:
         with self._lock:
@@ -53,16 +112,168 @@ class Store:
         with self._lock:
             return {kind: len(records) for kind, records in self._records.items()}
 
+    # indexes (all under self._lock)
+
+    def _index_pod(self, pod: Pod) -> None:
+        uid = pod.uid
+        if pod.node_name is not None:
+            self._bound.setdefault(pod.node_name, {})[uid] = pod
+            self._dirty_nodes.add(pod.node_name)
+        elif pod.nominated_node_name is not None:
+            self._nominated.setdefault(pod.nominated_node_name, {})[uid] = pod
+            self._dirty_nominated.add(pod.nominated_node_name)
+        self._in_namespace.setdefault(pod.namespace, {})[uid] = pod
+        self._cover(pod)
+
+    def _unindex_pod(self, pod: Pod, *, moving: bool) -> None:
+        uid = pod.uid
+        if pod.node_name is not None:
+            _discard(self._bound, pod.node_name, uid)
+            self._dirty_nodes.add(pod.node_name)
+        elif pod.nominated_node_name is not None:
+            _discard(self._nominated, pod.nominated_node_name, uid)
+            self._dirty_nominated.add(pod.nominated_node_name)
+        if not moving:
+            _discard(self._in_namespace, pod.namespace, uid)
+        for budget in self._pod_budgets.pop(uid, ()):
+            _discard(self._members, budget.key, uid)
+            self._dirty_members.add(budget.key)
+
+    def _cover(self, pod: Pod) -> None:
+        budgets = self._ns_budgets.get(pod.namespace)
+        if not budgets or not pod.labels:
+            return
+        covering = tuple(b for b in budgets.values() if b.covers(pod))
+        if covering:
+            self._pod_budgets[pod.uid] = covering
+            for budget in covering:
+                self._members.setdefault(budget.key, {})[pod.uid] = pod
+                self._dirty_members.add(budget.key)
+
+    def _budget_changed(self, old: DisruptionBudget | None, new: DisruptionBudget | None) -> None:
+        budget = new or old
+        if budget is None:
+            return
+        namespace, key = budget.namespace, budget.key
+        in_ns = self._ns_budgets.setdefault(namespace, {})
+        if new is None:
+            in_ns.pop(key, None)
+        else:
+            in_ns[key] = new
+        if old is not None and new is not None and old.selector == new.selector:
+            # Same pods covered: swap the new record in where the old one was.
+            for uid in self._members.get(key, {}):
+                self._pod_budgets[uid] = tuple(new if b.key == key else b for b in self._pod_budgets[uid])
+            return
+        # Coverage changes only for the pods the old budget covered and those the new one
+        # covers; recompute just theirs (every pod of a namespace per change is quadratic).
+        affected = dict(self._members.get(key, {}))
+        if new is not None:
+            affected.update((p.uid, p) for p in self._in_namespace.get(namespace, {}).values() if new.covers(p))
+        for pod in affected.values():
+            for b in self._pod_budgets.pop(pod.uid, ()):
+                _discard(self._members, b.key, pod.uid)
+                self._dirty_members.add(b.key)
+            self._cover(pod)
+        self._dirty_members.add(key)
+
+    def _reindex_pods(self) -> None:
+        self._seq = {uid: next(self._order) for uid in self._records[PODS]}
+        self._bound, self._nominated, self._in_namespace = {}, {}, {}
+        self._pod_budgets, self._members = {}, {}
+        for pod in self._records[PODS].values():
+            self._index_pod(pod)
+
+    def _reindex_budgets(self) -> None:
+        self._ns_budgets = {}
+        for budget in self._records[BUDGETS].values():
+            self._ns_budgets.setdefault(budget.namespace, {})[budget.key] = budget
+        self._pod_budgets, self._members = {}, {}
+        for pod in self._records[PODS].values():
+            self._cover(pod)
+
+    # views
+
     def build_view(self) -> tuple[int, dict[str, str], ClusterView]:
         """(generation, resourceVersion per kind, view) as of one instant."""
         with self._lock:
             generation = self._generation
             versions = dict(self._versions)
-            copies = {kind: list(records.values()) for kind, records in self._records.items()}
-        view = ClusterView.build(
-            nodes=copies["nodes"],
-            pods=copies["pods"],
-            budgets=copies["poddisruptionbudgets"],
-            priority_classes=copies["priorityclasses"],
-        )
+            prev = None if self._all_dirty else self._view
+            view = self._incremental(prev) if prev is not None else self._full()
+            self._view = view
+            self._all_dirty = False
+            self._dirty_nodes, self._dirty_nominated, self._dirty_members = set(), set(), set()
+            self._dirty_kinds = set()
         return generation, versions, view
+
+    def _by_seq(self, pods: dict[str, Pod]) -> tuple[Pod, ...]:
+        """Pods in store order, as ClusterView.build would list them."""
+        seq = self._seq
+        return tuple(sorted(pods.values(), key=lambda p: seq[p.uid]))
+
+    def _budgets_by_namespace(self) -> dict[str, tuple[DisruptionBudget, ...]]:
+        out: dict[str, list[DisruptionBudget]] = {}
+        for budget in self._records[BUDGETS].values():
+            out.setdefault(budget.namespace, []).append(budget)
+        return {ns: tuple(bs) for ns, bs in out.items()}
+
+    def _full(self) -> ClusterView:
+        bound = self._bound
+        return ClusterView(
+            nodes={name: NodeInfo.build(node, self._by_seq(bound.get(name, {}))) for name, node in self._records[NODES].items()},
+            pods=dict(self._records[PODS]),
+            nominated={name: self._by_seq(pods) for name, pods in self._nominated.items() if pods},
+            budgets=self._budgets_by_namespace(),
+            priority_classes=dict(self._classes),
+            pod_budgets=dict(self._pod_budgets),
+            budget_members={key: self._by_seq(pods) for key, pods in self._members.items() if pods},
+        )
+
+    def _incremental(self, prev: ClusterView) -> ClusterView:
+        nodes = prev.nodes
+        if self._dirty_nodes:
+            nodes = dict(nodes)
+            records = self._records[NODES]
+            for name in self._dirty_nodes:
+                node = records.get(name)
+                if node is None:
+                    nodes.pop(name, None)
+                else:
+                    nodes[name] = NodeInfo.build(node, self._by_seq(self._bound.get(name, {})))
+        nominated = prev.nominated
+        if self._dirty_nominated:
+            nominated = dict(nominated)
+            for name in self._dirty_nominated:
+                pods = self._nominated.get(name)
+                if pods:
+                    nominated[name] = self._by_seq(pods)
+                else:
+                    nominated.pop(name, None)
+        members = prev.budget_members
+        if self._dirty_members:
+            members = dict(members)
+            for key in self._dirty_members:
+                pods = self._members.get(key)
+                if pods:
+                    members[key] = self._by_seq(pods)
+                else:
+                    members.pop(key, None)
+        dirty = self._dirty_kinds
+        return ClusterView(
+            nodes=nodes,
+            pods=dict(self._records[PODS]) if PODS in dirty else prev.pods,
+            nominated=nominated,
+            budgets=self._budgets_by_namespace() if BUDGETS in dirty else prev.budgets,
+            priority_classes=dict(self._classes) if CLASSES in dirty else prev.priority_classes,
+            pod_budgets=dict(self._pod_budgets) if (PODS in dirty or BUDGETS in dirty) else prev.pod_budgets,
+            budget_members=members,
+        )
+
+
+def _discard(index: dict[str, dict[str, Pod]], name: str, uid: str) -> None:
+    group = index.get(name)
+    if group is not None:
+        group.pop(uid, None)
+        if not group:
+            del index[name]
