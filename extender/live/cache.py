@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 import threading
 import time
 
@@ -36,6 +37,7 @@ class LiveCluster:
         publish_interval: float = 0.05,
         watch_seconds: int = 60,
         silence_timeout: float = 75.0,
+        on_first_view: Callable[[], None] = lambda: None,
         clock=time.monotonic,
     ) -> None:
         self._api = api
@@ -46,6 +48,7 @@ class LiveCluster:
         self._watch_seconds = watch_seconds
         self._silence_timeout = max(silence_timeout, watch_seconds + 1)
         self._clock = clock
+        self._on_first_view = on_first_view
         self._stop = threading.Event()
         self._changed = threading.Event()
         self._lock = threading.Lock()
@@ -149,7 +152,10 @@ class LiveCluster:
                 pending_since = self._first_unpublished
                 self._first_unpublished = None
                 started = self._clock()
+                first = self._view is None
                 self._published_generation, versions, self._view = self._store.build_view()
+                if first:
+                    self._on_first_view()
                 self._versions = versions
                 done = self._clock()
                 self._metrics.cache_publish_seconds.observe(done - started)
