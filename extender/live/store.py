@@ -207,6 +207,19 @@ class Store:
             self._dirty_kinds = set()
         return generation, versions, view
 
+    def _refreshed(self, previous, dirty: set[str], index: dict[str, dict[str, Pod]]):
+        """``previous`` (a mapping of a published view) with the ``dirty`` keys rebuilt from ``index``."""
+        if not dirty:
+            return previous
+        out = dict(previous)
+        for key in dirty:
+            pods = index.get(key)
+            if pods:
+                out[key] = self._by_seq(pods)
+            else:
+                out.pop(key, None)
+        return out
+
     def _by_seq(self, pods: dict[str, Pod]) -> tuple[Pod, ...]:
         """Pods in store order, as ClusterView.build would list them."""
         seq = self._seq
@@ -241,24 +254,8 @@ class Store:
                     nodes.pop(name, None)
                 else:
                     nodes[name] = NodeInfo.build(node, self._by_seq(self._bound.get(name, {})))
-        nominated = prev.nominated
-        if self._dirty_nominated:
-            nominated = dict(nominated)
-            for name in self._dirty_nominated:
-                pods = self._nominated.get(name)
-                if pods:
-                    nominated[name] = self._by_seq(pods)
-                else:
-                    nominated.pop(name, None)
-        members = prev.budget_members
-        if self._dirty_members:
-            members = dict(members)
-            for key in self._dirty_members:
-                pods = self._members.get(key)
-                if pods:
-                    members[key] = self._by_seq(pods)
-                else:
-                    members.pop(key, None)
+        nominated = self._refreshed(prev.nominated, self._dirty_nominated, self._nominated)
+        members = self._refreshed(prev.budget_members, self._dirty_members, self._members)
         dirty = self._dirty_kinds
         return ClusterView(
             nodes=nodes,
