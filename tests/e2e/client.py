@@ -21,6 +21,10 @@ PATHS = {
     "ReplicaSet": "/apis/apps/v1/namespaces/{ns}/replicasets",
     "Event": "/api/v1/namespaces/{ns}/events",
     "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
+    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
 }
 
 
@@ -46,7 +50,7 @@ class Kube(ApiServer):
         return self.request("GET", f"{self.collection(kind, ns)}/{name}")
 
     def list(self, kind: str, ns: str | None = None, **params) -> list[dict]:
-        if ns is None and kind in ("Pod", "PodDisruptionBudget", "Event", "ReplicaSet"):
+        if ns is None and "{ns}" in PATHS[kind]:  # every namespace
             path = PATHS[kind].replace("/namespaces/{ns}", "")
         else:
             path = self.collection(kind, ns)

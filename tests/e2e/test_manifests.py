@@ -16,18 +16,10 @@ import yaml
 
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
-COLLECTIONS = {
-    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
-    "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
-    "Pod": "/api/v1/namespaces/{ns}/pods",
-    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-    "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
-}
 
 
 def dry_run(kube, obj: dict, ns: str) -> tuple[int, str, list[str]]:
-    path = COLLECTIONS[obj["kind"]].format(ns=ns)
+    path = kube.collection(obj["kind"], ns)
     response = kube._pool.request(
         "POST",
         f"{kube._host}{path}?dryRun=All&fieldValidation=Strict",
