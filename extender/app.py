@@ -45,6 +45,9 @@ def create_app(settings: Settings, *, cluster: ClusterSource, metrics: Metrics |
             except BadRequest as exc:
                 code = exc.status
                 return Response(wire.error_body(f"{verb}: {exc}"), status=code, mimetype=JSON)
+            except HTTPException as exc:  # e.g. 413 for a body over max_body_bytes
+                code = exc.code
+                raise
             except Exception:
                 code = 500
                 raise

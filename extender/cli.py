@@ -37,7 +37,12 @@ def _parser() -> argparse.ArgumentParser:
         "--bind", default=os.environ.get("REPRIEVE_BIND", Settings.bind), help="HOST:PORT to listen on; env REPRIEVE_BIND"
     )
     serve.add_argument("--threads", type=int, default=Settings.threads, help="request threads in the one worker process")
-    serve.add_argument("--log-level", default=os.environ.get("REPRIEVE_LOG_LEVEL", Settings.log_level))
+    serve.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        default=os.environ.get("REPRIEVE_LOG_LEVEL", Settings.log_level).upper(),
+    )
     return parser
 
 

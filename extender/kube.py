@@ -6,11 +6,10 @@ rest, so a validation error names the exact field (``spec.containers.0.resources
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import pydantic
-from pydantic import AfterValidator, BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
 
 from policy.quantity import parse_quantity
 
@@ -34,7 +33,7 @@ class ObjectMeta(_Object):
     uid: StrictStr = ""
     labels: dict[StrictStr, StrictStr] | None = None
     annotations: dict[StrictStr, StrictStr] | None = None
-    deletionTimestamp: datetime | None = None
+    deletionTimestamp: AwareDatetime | None = None
 
 
 class ResourceRequirements(_Object):
@@ -85,7 +84,7 @@ class PodStatus(_Object):
     phase: StrictStr | None = None
     qosClass: Literal["BestEffort", "Burstable", "Guaranteed"] | None = None
     nominatedNodeName: StrictStr | None = None
-    startTime: datetime | None = None
+    startTime: AwareDatetime | None = None
 
 
 class Pod(_Object):

@@ -9,7 +9,7 @@ the Go field order and serialised with orjson (integers stay integers).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
 import pydantic
@@ -64,9 +64,13 @@ class MetaPod(_Wire):
     uid: StrictStr = Field(alias="UID")
 
 
+# int64 on the wire; a count of pods, so never negative.
+Count = Annotated[StrictInt, Field(ge=0, lt=2**63)]
+
+
 class MetaVictims(_Wire):
     pods: list[MetaPod] | None = Field(None, alias="Pods")
-    num_pdb_violations: StrictInt = Field(0, alias="NumPDBViolations")
+    num_pdb_violations: Count = Field(0, alias="NumPDBViolations")
 
 
 class VictimPodMeta(_Wire):
@@ -79,7 +83,7 @@ class VictimPod(_Wire):
 
 class Victims(_Wire):
     pods: list[VictimPod] | None = Field(None, alias="Pods")
-    num_pdb_violations: StrictInt = Field(0, alias="NumPDBViolations")
+    num_pdb_violations: Count = Field(0, alias="NumPDBViolations")
 
 
 class ExtenderPreemptionArgs(_Wire):

@@ -30,6 +30,7 @@ _SUFFIX = {
     "P": Decimal("1e15"),
     "E": Decimal("1e18"),
 }
+_MAX = Decimal(2) ** 63 / 1000
 _QUANTITY = re.compile(
     r"^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))"
     r"(?:(?P<exp>[eE][+-]?\d+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$"
@@ -50,10 +51,19 @@ def parse_quantity(text: str | int | float) -> Decimal:
     try:
         value = Decimal(match["num"])
         if match["exp"]:
-            return value.scaleb(int(match["exp"][1:]))
-        return value * _SUFFIX[match["suffix"] or ""]
+            exponent = int(match["exp"][1:])
+            if abs(exponent) > 40:
+                raise QuantityError(f"{text!r} is out of range")
+            value = value.scaleb(exponent)
+        else:
+            value = value * _SUFFIX[match["suffix"] or ""]
     except InvalidOperation as exc:  # pragma: no cover - the regex admits only valid decimals
         raise QuantityError(f"{text!r} is not a quantity") from exc
+    # Upstream quantities are int64 in milli-units at most; anything larger is a mistake, and
+    # turning it into a huge integer later would stall the process.
+    if value.copy_abs() >= _MAX:
+        raise QuantityError(f"{text!r} is out of range")
+    return value
 
 
 def to_units(resource: str, text: str | int | float) -> int:

@@ -136,31 +136,43 @@ class LiveCluster:
             "event": self._metrics.cache_events,
             "bookmark": self._metrics.cache_bookmarks,
         }[what].labels(kind).inc()
-        if what in ("event", "relist") and self._first_unpublished is None:
-            self._first_unpublished = self._clock()
+        if what in ("event", "relist"):
+            with self._lock:
+                if self._first_unpublished is None:
+                    self._first_unpublished = self._clock()
         self._changed.set()
 
     def _publish_loop(self) -> None:
         while not self._stop.is_set():
-            self._changed.wait(timeout=1.0)
-            self._changed.clear()
-            if self._stop.is_set():
-                return
-            with self._lock:
-                all_listed = len(self._listed) == len(KINDS)
-            if all_listed and self._store.generation != self._published_generation:
-                pending_since = self._first_unpublished
-                self._first_unpublished = None
-                started = self._clock()
-                first = self._view is None
-                self._published_generation, versions, self._view = self._store.build_view()
-                if first:
-                    self._on_first_view()
-                self._versions = versions
-                done = self._clock()
-                self._metrics.cache_publish_seconds.observe(done - started)
-                if pending_since is not None:
-                    self._metrics.cache_event_lag.observe(done - pending_since)
-            for kind, count in self._store.counts().items():
-                self._metrics.cache_objects.labels(kind).set(count)
+            try:
+                self._publish_once()
+            except Exception:  # noqa: BLE001 - keep publishing; the view ages, so readiness will say so
+                log.exception("publishing a new view failed")
+                with self._lock:
+                    self._out_of_sync_since.setdefault("publisher", self._clock())
+            else:
+                with self._lock:
+                    self._out_of_sync_since.pop("publisher", None)
             self._stop.wait(self._publish_interval)
+
+    def _publish_once(self) -> None:
+        """Wait for a change (or a second), then publish a view of the store if it moved."""
+        self._changed.wait(timeout=1.0)
+        self._changed.clear()
+        if self._stop.is_set():
+            return
+        with self._lock:
+            all_listed = len(self._listed) == len(KINDS)
+            pending_since, self._first_unpublished = self._first_unpublished, None
+        if all_listed and self._store.generation != self._published_generation:
+            started = self._clock()
+            first = self._view is None
+            self._published_generation, self._versions, self._view = self._store.build_view()
+            if first:
+                self._on_first_view()
+            done = self._clock()
+            self._metrics.cache_publish_seconds.observe(done - started)
+            if pending_since is not None:
+                self._metrics.cache_event_lag.observe(done - pending_since)
+        for kind, count in self._store.counts().items():
+            self._metrics.cache_objects.labels(kind).set(count)

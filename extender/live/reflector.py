@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import time
 from collections.abc import Callable, Mapping
 
 import urllib3
@@ -38,7 +37,7 @@ class Reflector(threading.Thread):
         self.kind = kind
         self._api, self._store, self._classes = api, store, classes
         self._on_sync, self._on_event = on_sync, on_event
-        self._stop = stop
+        self._stopping = stop
         self._page_size = page_size
         self._watch_seconds = watch_seconds
         self._silence_timeout = silence_timeout
@@ -47,27 +46,38 @@ class Reflector(threading.Thread):
     def run(self) -> None:
         backoff = 0.2
         resource_version = None
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             try:
                 if resource_version is None:
                     resource_version = self._list()
                     self._on_event(self.kind.name, "relist")
                     self._on_sync(self.kind.name, True)
-                # In sync again only once a new watch is accepted: reconnecting is not enough.
+                # After a failed watch the kind is in sync again only once a new watch is
+                # accepted (on_connect in _watch): reconnecting is not enough.
                 resource_version = self._watch(resource_version)
                 backoff = 0.2
             except Gone:
                 log.info("%s: resourceVersion %s is gone; relisting", self.kind.name, resource_version)
                 resource_version = None
                 self._on_sync(self.kind.name, False)
+                backoff = self._pause(backoff)
             except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
                 # Connection refused or reset, a silent stream timing out, a 5xx: keep the
                 # resourceVersion and watch again from it after a pause.
                 log.warning("%s: watch failed (%s); retrying in %.1fs", self.kind.name, exc, backoff)
                 self._on_sync(self.kind.name, False)
                 self._on_event(self.kind.name, "watch_restart")
-                self._stop.wait(backoff * random.uniform(0.8, 1.2))
-                backoff = min(backoff * 2, self._max_backoff)
+                backoff = self._pause(backoff)
+            except Exception:  # noqa: BLE001 - a dead reflector would freeze its kind while /readyz stays green
+                log.exception("%s: unexpected error; relisting in %.1fs", self.kind.name, backoff)
+                resource_version = None
+                self._on_sync(self.kind.name, False)
+                self._on_event(self.kind.name, "watch_restart")
+                backoff = self._pause(backoff)
+
+    def _pause(self, backoff: float) -> float:
+        self._stopping.wait(backoff * random.uniform(0.8, 1.2))
+        return min(backoff * 2, self._max_backoff)
 
     def _list(self) -> str:
         records = {}

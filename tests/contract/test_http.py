@@ -6,6 +6,7 @@ import orjson
 import pytest
 
 from extender.app import create_app
+from extender.cluster import StaticCluster
 from extender.config import Settings
 from extender.metrics import Metrics
 from tests.conftest import ROOT
@@ -46,6 +47,31 @@ BAD = [
         id="float-violations",
     ),
     pytest.param("preempt", body({"Pod": {"status": {"qosClass": "Platinum"}}, "NodeNameToMetaVictims": {}}), None, id="unknown-qos-class"),
+    # Found by review: each of these was a 500, and the last would have held the GIL for 26 s.
+    pytest.param(
+        "preempt",
+        body({"Pod": POD, "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": "u"}], "NumPDBViolations": -1}}}),
+        "NumPDBViolations: Input should be greater than or equal to 0",
+        id="negative-violations",
+    ),
+    pytest.param(
+        "filter",
+        body({"Pod": {"status": {"startTime": "0001-01-01T00:00:00"}}, "NodeNames": ["n"]}),
+        "Pod.status.startTime: Input should have timezone info",
+        id="start-time-without-zone",
+    ),
+    pytest.param(
+        "preempt",
+        body({"Pod": {"spec": {"containers": [{"resources": {"requests": {"memory": "1e999999"}}}]}}, "NodeNameToMetaVictims": {}}),
+        "'1e999999' is out of range",
+        id="absurd-quantity",
+    ),
+    pytest.param(
+        "preempt",
+        body({"Pod": {"spec": {"containers": [{"resources": {"requests": {"cpu": "99999999999999999999Ei"}}}]}}, "NodeNameToMetaVictims": {}}),
+        "is out of range",
+        id="quantity-beyond-int64",
+    ),
 ]
 
 
@@ -81,6 +107,14 @@ def test_readme_examples_say_what_the_readme_says(client):
     for verb in ("filter", "prioritize", "preempt"):
         answer = client.post(f"/{verb}", data=(REQUESTS / f"{verb}.json").read_bytes()).data.decode()
         assert answer in readme, f"README's {verb} answer is out of date:\n{answer}"
+
+
+def test_oversized_body_is_a_413_counted_as_such(example_view):
+    metrics = Metrics()
+    app = create_app(Settings(max_body_bytes=1000), cluster=StaticCluster(example_view), metrics=metrics)
+    response = app.test_client().post("/filter", data=b"x" * 2000)
+    assert response.status_code == 413
+    assert 'reprieve_requests_total{code="413",verb="filter"} 1.0' in metrics.exposition().decode()
 
 
 def test_other_routes_and_methods_answer_json(client):

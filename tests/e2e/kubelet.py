@@ -27,28 +27,28 @@ class FakeKubelet(threading.Thread):
     def __init__(self, kube: Kube) -> None:
         super().__init__(name="fake-kubelet", daemon=True)
         self._kube = kube
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         self._finishing: set[str] = set()
         self._lock = threading.Lock()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopping.set()
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._stopping.is_set():
             try:
                 pods = self._kube.get("/api/v1/pods", {}, timeout=30)
                 for pod in pods.get("items") or ():
                     self._handle(pod)
                 rv = pods["metadata"]["resourceVersion"]
                 for event in self._kube.watch("/api/v1/pods", {"resourceVersion": rv, "timeoutSeconds": 30}, read_timeout=40):
-                    if self._stop.is_set():
+                    if self._stopping.is_set():
                         return
                     if event.get("type") in ("ADDED", "MODIFIED"):
                         self._handle(event["object"])
             except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
                 log.debug("fake kubelet: %s", exc)  # the apiserver may be restarting in fault tests
-                self._stop.wait(0.5)
+                self._stopping.wait(0.5)
 
     def _handle(self, pod: dict) -> None:
         meta, spec, status = pod["metadata"], pod["spec"], pod.get("status") or {}

@@ -1,0 +1,50 @@
+"""A reflector never dies: whatever goes wrong, its kind goes out of sync and it lists again."""
+
+from __future__ import annotations
+
+import threading
+
+from extender.live.changes import KINDS
+from extender.live.reflector import Reflector
+from extender.live.store import Store
+from tests.e2e.client import wait_for
+
+
+class FlakyApi:
+    """Lists fine; the first watch raises something no handler expects, later watches end at once."""
+
+    def __init__(self) -> None:
+        self.lists = 0
+        self.watches = 0
+
+    def get(self, path, params, *, timeout):
+        self.lists += 1
+        return {"items": [], "metadata": {"resourceVersion": str(self.lists)}}
+
+    def watch(self, path, params, *, read_timeout, on_connect):
+        self.watches += 1
+        if self.watches == 1:
+            raise RuntimeError("token file exists but is empty")
+        on_connect()
+        return iter(())
+
+
+def test_unexpected_errors_mark_the_kind_out_of_sync_and_relist():
+    api, syncs, stop = FlakyApi(), [], threading.Event()
+    reflector = Reflector(
+        KINDS["pods"],
+        api=api,
+        store=Store(tuple(KINDS)),
+        classes=dict,
+        on_sync=lambda kind, ok: syncs.append(ok),
+        on_event=lambda kind, what: None,
+        stop=stop,
+    )
+    reflector.start()
+    try:
+        wait_for("a relist after the error", lambda: api.lists >= 2, timeout=5)
+        assert reflector.is_alive()
+        assert syncs[:3] == [True, False, True]  # listed, broke, listed again
+    finally:
+        stop.set()
+        reflector.join(timeout=5)
