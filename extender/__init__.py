@@ -1,4 +1,5 @@
 """reprieve's HTTP side: wire models, cluster state, the Flask app and the CLI.
 
-Layers import one way: cli -> server -> app -> verbs -> (wire, translate, cluster) -> policy.
+Layers import one way: cli -> (server, snapshot, live) -> app -> verbs -> (wire, translate,
+cluster) -> policy.
 """

@@ -32,7 +32,6 @@ class ObjectMeta(_Object):
     namespace: StrictStr = ""
     uid: StrictStr = ""
     labels: dict[StrictStr, StrictStr] | None = None
-    annotations: dict[StrictStr, StrictStr] | None = None
     deletionTimestamp: AwareDatetime | None = None
 
 

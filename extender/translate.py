@@ -103,7 +103,6 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass]) -> mod
         start_time=status.startTime.timestamp() if status.startTime else None,
         terminating=meta.deletionTimestamp is not None,
         preemption_never=spec.preemptionPolicy == "Never",
-        priority_class_name=sys.intern(spec.priorityClassName or ""),
         unmodelled=_unmodelled(spec),
     )
 

@@ -14,7 +14,6 @@ from policy.view import ClusterView
 class FilterDecision:
     passed: tuple[str, ...]
     rejected: Mapping[str, str]  # FailedAndUnresolvableNodes: the scheduler's preemption cannot help
-    behind: tuple[str, ...]  # passed because reprieve's view lacks the node or is short without reservations
 
 
 def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> FilterDecision:
@@ -27,9 +26,10 @@ def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> F
     Such a rejection is always unresolvable. The scheduler's own filters, which count the
     nominations *it* knows, already admitted the node, so the hold is one it cannot see (a
     nomination by another scheduler or an earlier run). Its preemption dry run would find
-    room without evicting anyone and fail with "expected at least one victim" (see
-    the upstream contract, G-8); marking the node unresolvable keeps it out of that
-    dead end. The message still says whether evicting lower-priority pods would have helped.
+    room without evicting anyone and fail; marking the node unresolvable keeps it out of that
+    dead end: upstream turns a dry run that evicts nobody into the error "expected at least one
+    victim pod on node". The message still says whether evicting lower-priority pods would have
+    helped.
 
     The scheduler sends only nodes its own resource filters admitted, from a view that is
     at least as fresh as reprieve's. So a node where reprieve sees too little room even
@@ -39,13 +39,11 @@ def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> F
     """
     passed: list[str] = []
     rejected: dict[str, str] = {}
-    behind: list[str] = []
     request = pod.requests
     for name in node_names:
         info = view.nodes.get(name)
         if info is None:
             passed.append(name)
-            behind.append(name)
             continue
         alloc = info.node.allocatable
         holders = view.reservations(name, pod=pod)
@@ -58,7 +56,6 @@ def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> F
             continue
         if resources.shortfalls(request=request, allocatable=alloc, used=info.requested):
             passed.append(name)
-            behind.append(name)
             continue
         kept = resources.add(info.requested_at_or_above(pod.priority), held)
         hopeless = resources.shortfalls(request=request, allocatable=alloc, used=kept)
@@ -69,7 +66,7 @@ def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> F
             )
         else:
             rejected[name] = f"fits only in room held for nominated {_describe(holders)}"
-    return FilterDecision(tuple(passed), rejected, tuple(behind))
+    return FilterDecision(tuple(passed), rejected)
 
 
 def _describe(pods: Iterable[Pod]) -> str:

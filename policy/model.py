@@ -38,17 +38,11 @@ class Pod:
     start_time: float | None = None
     terminating: bool = False
     preemption_never: bool = False
-    priority_class_name: str = ""
     unmodelled: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
-
-    @property
-    def pending_nomination(self) -> bool:
-        """Waiting for room that a preemption freed on ``nominated_node_name``."""
-        return self.node_name is None and self.nominated_node_name is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,8 @@ the room held for nominated pods of higher or equal priority, and the pod itself
 
 so scores are integers in 0..10, emptier nodes score higher, and of two otherwise equal
 nodes the one without the pod's PDB siblings wins (a later preemption there would not cost
-the same budget twice). Nodes reprieve does not know score 0: no opinion.
+the same budget twice). Nodes reprieve does not know score 0, the lowest: the same as leaving
+them out of the answer, which the scheduler also reads as 0.
 """
 
 from __future__ import annotations

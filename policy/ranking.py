@@ -9,7 +9,8 @@ Criteria, in order (each only breaks ties left by the ones before it):
 5. smallest sum of victim priorities, each shifted by 2**31 as upstream does so that
    negative priorities do not make more victims look cheaper;
 6. fewest victims;
-7. latest start among the most important victims (evict the youngest work).
+7. latest "earliest start among the highest-priority victims" (upstream's rule: evict the
+   youngest work).
 
 Upstream's ``pickOneNodeForPreemption`` uses 1, 2, 5, 6 and 7; reprieve adds the QoS
 criteria 3 and 4. Terminating victims are already leaving and cost nothing, so only live

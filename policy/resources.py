@@ -26,13 +26,6 @@ def add(*vectors: Vector) -> dict[str, int]:
     return total
 
 
-def subtract(a: Vector, b: Vector) -> dict[str, int]:
-    result = dict(a)
-    for name, value in b.items():
-        result[name] = result.get(name, 0) - value
-    return result
-
-
 def maximum(a: Vector, b: Vector) -> dict[str, int]:
     result = dict(a)
     for name, value in b.items():

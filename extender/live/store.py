@@ -226,10 +226,7 @@ class Store:
         return tuple(sorted(pods.values(), key=lambda p: seq[p.uid]))
 
     def _budgets_by_namespace(self) -> dict[str, tuple[DisruptionBudget, ...]]:
-        out: dict[str, list[DisruptionBudget]] = {}
-        for budget in self._records[BUDGETS].values():
-            out.setdefault(budget.namespace, []).append(budget)
-        return {ns: tuple(bs) for ns, bs in out.items()}
+        return {ns: tuple(budgets.values()) for ns, budgets in self._ns_budgets.items() if budgets}
 
     def _full(self) -> ClusterView:
         bound = self._bound
