@@ -31,7 +31,7 @@ class Reflector(threading.Thread):
         page_size: int = 500,
         watch_seconds: int = 60,
         silence_timeout: float = 75.0,
-        max_backoff: float = 5.0,
+        max_backoff: float = 2.0,
     ) -> None:
         super().__init__(name=f"reflector-{kind.name}", daemon=True)
         self.kind = kind
@@ -60,7 +60,9 @@ class Reflector(threading.Thread):
                 log.info("%s: resourceVersion %s is gone; relisting", self.kind.name, resource_version)
                 resource_version = None
                 self._on_sync(self.kind.name, False)
-                backoff = self._pause(backoff)
+                # The server answered, so it is up: relist after a short pause, not the backoff
+                # accumulated while it was down (that would delay recovery by seconds).
+                backoff = self._pause(0.2)
             except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
                 # Connection refused or reset, a silent stream timing out, a 5xx: keep the
                 # resourceVersion and watch again from it after a pause.
