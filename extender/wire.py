@@ -123,21 +123,22 @@ def filter_result(
     *,
     args: ExtenderArgs,
     passed: Iterable[str],
-    failed: Mapping[str, str],
     unresolvable: Mapping[str, str],
 ) -> bytes:
+    """The filter answer. FailedNodes is always empty: see policy.filter for why reprieve's
+    rejections are all unresolvable."""
     passed = list(passed)
     if args.cache_mode:
         nodes, names = None, passed
     else:
         keep = set(passed)
-        items = [item for item, name in zip(args.nodes.items or (), args.nodes.names()) if name in keep]
+        items = [item for item in args.nodes.items or () if item["metadata"]["name"] in keep]  # names checked on parse
         nodes, names = {"metadata": {}, "items": items}, None
     return orjson.dumps(
         {
             "Nodes": nodes,
             "NodeNames": names,
-            "FailedNodes": dict(failed),
+            "FailedNodes": {},
             "FailedAndUnresolvableNodes": dict(unresolvable),
             "Error": "",
         }

@@ -231,7 +231,7 @@ class Store:
     def _full(self) -> ClusterView:
         bound = self._bound
         return ClusterView(
-            nodes={name: NodeInfo.build(node, self._by_seq(bound.get(name, {}))) for name, node in self._records[NODES].items()},
+            nodes={name: NodeInfo.build(node, bound.get(name, {}).values()) for name, node in self._records[NODES].items()},
             pods=dict(self._records[PODS]),
             nominated={name: self._by_seq(pods) for name, pods in self._nominated.items() if pods},
             budgets=self._budgets_by_namespace(),
@@ -250,7 +250,7 @@ class Store:
                 if node is None:
                     nodes.pop(name, None)
                 else:
-                    nodes[name] = NodeInfo.build(node, self._by_seq(self._bound.get(name, {})))
+                    nodes[name] = NodeInfo.build(node, self._bound.get(name, {}).values())  # it sorts them
         nominated = self._refreshed(prev.nominated, self._dirty_nominated, self._nominated)
         members = self._refreshed(prev.budget_members, self._dirty_members, self._members)
         dirty = self._dirty_kinds

@@ -13,7 +13,7 @@ def handle(body: bytes, ctx: Context) -> bytes:
     names = args.candidate_names()
     if ctx.view is None:
         ctx.metrics.not_ready.labels("filter").inc()
-        return wire.filter_result(args=args, passed=names, failed={}, unresolvable={})
+        return wire.filter_result(args=args, passed=names, unresolvable={})
     pod = translate.pod_record(args.pod, ctx.view.priority_classes)
     decision = filter_nodes(view=ctx.view, pod=pod, node_names=names)
     m = ctx.metrics.filter_nodes
@@ -21,5 +21,4 @@ def handle(body: bytes, ctx: Context) -> bytes:
     m.labels("rejected").inc(len(decision.rejected))
     if decision.rejected:
         event(ctx.log, "filter", pod=pod.key, priority=pod.priority, passed=len(decision.passed), rejected=decision.rejected)
-    # reprieve never answers FailedNodes: see policy.filter for why its rejections are unresolvable.
-    return wire.filter_result(args=args, passed=decision.passed, failed={}, unresolvable=decision.rejected)
+    return wire.filter_result(args=args, passed=decision.passed, unresolvable=decision.rejected)
