@@ -15,7 +15,8 @@ def evict_a_and_b_for_c(scenario, n1):
     scenario.synced()
     scenario.pod("c", cpu="10", priority=1000)
     wait_for("C nominated to n1", lambda: scenario.nominated("c") == n1)
-    assert scenario.terminating("a") and scenario.terminating("b")
+    # The scheduler nominates first and deletes the victims asynchronously (async preemption).
+    wait_for("A and B terminating", lambda: scenario.terminating("a") and scenario.terminating("b"))
     scenario.pod("d", cpu="2", priority=50)
 
 
