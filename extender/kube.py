@@ -27,12 +27,25 @@ class _Object(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
+class OwnerReference(_Object):
+    uid: StrictStr = ""
+    controller: StrictBool | None = None
+
+
 class ObjectMeta(_Object):
     name: StrictStr = ""
     namespace: StrictStr = ""
     uid: StrictStr = ""
     labels: dict[StrictStr, StrictStr] | None = None
+    creationTimestamp: AwareDatetime | None = None
     deletionTimestamp: AwareDatetime | None = None
+    ownerReferences: list[OwnerReference] | None = None
+
+
+class AnnotatedMeta(ObjectMeta):
+    """Metadata with annotations: read only for the few objects whose annotations matter."""
+
+    annotations: dict[StrictStr, StrictStr] | None = None
 
 
 class ResourceRequirements(_Object):
@@ -128,7 +141,7 @@ class PodDisruptionBudget(_Object):
 
 
 class PriorityClass(_Object):
-    metadata: ObjectMeta = ObjectMeta()
+    metadata: AnnotatedMeta = AnnotatedMeta()
     value: StrictInt
     globalDefault: StrictBool | None = None
 

@@ -101,9 +101,12 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass]) -> mod
         node_name=_intern(spec.nodeName),
         nominated_node_name=_intern(status.nominatedNodeName),
         start_time=status.startTime.timestamp() if status.startTime else None,
+        created=meta.creationTimestamp.timestamp() if meta.creationTimestamp else None,
         terminating=meta.deletionTimestamp is not None,
         preemption_never=spec.preemptionPolicy == "Never",
         unmodelled=_unmodelled(spec),
+        priority_class=sys.intern(spec.priorityClassName or ""),
+        owner=_intern(next((o.uid for o in meta.ownerReferences or () if o.controller), None)),
     )
 
 
@@ -154,4 +157,9 @@ def budget_record(pdb: kube.PodDisruptionBudget) -> model.DisruptionBudget:
 
 
 def priority_class_record(pc: kube.PriorityClass) -> model.PriorityClass:
-    return model.PriorityClass(name=pc.metadata.name, value=pc.value, global_default=bool(pc.globalDefault))
+    return model.PriorityClass(
+        name=pc.metadata.name,
+        value=pc.value,
+        global_default=bool(pc.globalDefault),
+        annotations=dict(pc.metadata.annotations or {}),
+    )

@@ -36,9 +36,13 @@ class Pod:
     nominated_node_name: str | None = None
     # status.startTime as seconds since the epoch; None sorts as the latest (upstream: "now").
     start_time: float | None = None
+    # metadata.creationTimestamp as seconds since the epoch (the preemption delay counts from it).
+    created: float | None = None
     terminating: bool = False
     preemption_never: bool = False
     unmodelled: tuple[str, ...] = ()
+    priority_class: str = ""
+    owner: str | None = None  # UID of the controlling owner (a ReplicaSet, a Job, ...)
 
     @property
     def key(self) -> str:
@@ -77,6 +81,7 @@ class PriorityClass:
     name: str
     value: int
     global_default: bool = False
+    annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 def resolve_priority(

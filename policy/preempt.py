@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from policy import ranking
+from policy.causes import Cause, Refusal
 from policy.model import POD_ANTI_AFFINITY, Pod
+from policy.tenancy import Rules
 from policy.pdb import NO_VIOLATIONS, BudgetsOf, Violations, count_violations
 from policy.victims import NodeRejected, select_victims
 from policy.view import ClusterView, NodeInfo
@@ -33,6 +35,7 @@ class Verdict(str, Enum):
 class NodeOutcome:
     node: str
     verdict: Verdict
+    cause: Cause = Cause.NONE  # for DROPPED, PASSED_THROUGH and kept scheduler victims
     victims: tuple[Pod, ...] = ()
     violations: Violations = NO_VIOLATIONS
     cost: ranking.Cost | None = None
@@ -45,9 +48,17 @@ class PreemptDecision:
     answer: Mapping[str, Proposal]
     outcomes: tuple[NodeOutcome, ...]
     reasons: tuple[str, ...]
+    refusal: Refusal = Refusal.NONE  # why no node was even considered
 
 
-def decide(*, view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]) -> PreemptDecision:
+def decide(
+    *,
+    view: ClusterView,
+    preemptor: Pod,
+    proposals: Mapping[str, Proposal],
+    rules: Rules | None = None,
+    now: float | None = None,
+) -> PreemptDecision:
     """Re-derive victims on each candidate node, drop hopeless nodes, offer the cheapest.
 
     Nodes or victim UIDs reprieve does not know are passed through untouched. If the
@@ -55,9 +66,9 @@ def decide(*, view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposa
     has required anti-affinity that may be what blocks the preemptor, the scheduler's own
     victims are kept for that node and only their PodDisruptionBudget violations recounted.
     """
-    refusal = _ineligible(view, preemptor)
-    if refusal:
-        return PreemptDecision(answer={}, outcomes=(), reasons=(refusal,))
+    refusal, why = _ineligible(view, preemptor)
+    if refusal is not Refusal.NONE:
+        return PreemptDecision(answer={}, outcomes=(), reasons=(why,), refusal=refusal)
 
     outcomes: dict[str, NodeOutcome] = {}
     for name in sorted(proposals):
@@ -87,24 +98,24 @@ def decide(*, view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposa
     return PreemptDecision(answer=answer, outcomes=tuple(outcomes.values()), reasons=tuple(reasons))
 
 
-def _ineligible(view: ClusterView, preemptor: Pod) -> str | None:
+def _ineligible(view: ClusterView, preemptor: Pod) -> tuple[Refusal, str]:
     if preemptor.preemption_never:
-        return "preemptionPolicy is Never"
+        return Refusal.NEVER, "preemptionPolicy is Never"
     nominated = view.nodes.get(preemptor.nominated_node_name or "")
     if nominated is not None:
         leaving = [p.key for p in nominated.pods if p.terminating and p.priority < preemptor.priority]
         if leaving:
-            return (
+            return Refusal.VICTIMS_TERMINATING, (
                 f"already nominated to {nominated.name}, where lower-priority "
                 f"{', '.join(sorted(leaving))} are terminating; waiting for them"
             )
-    return None
+    return Refusal.NONE, ""
 
 
 def _evaluate(view: ClusterView, preemptor: Pod, name: str, proposal: Proposal) -> NodeOutcome:
     node = view.nodes.get(name)
     if node is None:
-        return NodeOutcome(name, Verdict.PASSED_THROUGH, reasons=("node unknown to reprieve",))
+        return NodeOutcome(name, Verdict.PASSED_THROUGH, Cause.UNKNOWN_NODE, reasons=("node unknown to reprieve",))
     on_node = {p.uid: p for p in node.pods}
     unknown = [uid for uid in proposal.uids if uid not in on_node]
     if unknown:
@@ -112,21 +123,24 @@ def _evaluate(view: ClusterView, preemptor: Pod, name: str, proposal: Proposal) 
         return NodeOutcome(
             name,
             Verdict.PASSED_THROUGH,
+            Cause.UNKNOWN_VICTIM,
             reasons=(f"victim UID(s) {', '.join(unknown)} unknown to reprieve on this node",),
         )
     budgets = view.budgets_covering
     proposed = [on_node[uid] for uid in proposal.uids]
     unmodelled = _unmodelled(preemptor, node)
     if unmodelled:
-        return _keep_scheduler_victims(name, proposed, budgets, unmodelled)
+        return _keep_scheduler_victims(name, proposed, budgets, Cause.UNMODELLED, unmodelled)
 
     reservations = view.reservations(name, pod=preemptor)
     selection = select_victims(node=node, preemptor=preemptor, reservations=reservations, budgets_of=budgets)
     if isinstance(selection, NodeRejected):
-        return NodeOutcome(name, Verdict.DROPPED, reasons=(selection.reason,))
+        return NodeOutcome(name, Verdict.DROPPED, selection.cause, reasons=(selection.reason,))
     if not selection.victims:
         # The scheduler sees a shortage that reprieve's view does not: trust the fresher one.
-        return _keep_scheduler_victims(name, proposed, budgets, "reprieve's view has room without evicting")
+        return _keep_scheduler_victims(
+            name, proposed, budgets, Cause.VIEW_HAS_ROOM, "reprieve's view has room without evicting"
+        )
     return NodeOutcome(
         name,
         Verdict.CHOSEN,
@@ -146,11 +160,14 @@ def _unmodelled(preemptor: Pod, node: NodeInfo) -> str:
     return ""
 
 
-def _keep_scheduler_victims(name: str, victims: list[Pod], budgets: BudgetsOf, why: str) -> NodeOutcome:
+def _keep_scheduler_victims(
+    name: str, victims: list[Pod], budgets: BudgetsOf, cause: Cause, why: str
+) -> NodeOutcome:
     violations = count_violations(victims, budgets)
     return NodeOutcome(
         name,
         Verdict.CHOSEN,
+        cause,
         victims=tuple(victims),
         violations=violations,
         cost=ranking.cost(victims, violations),

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from policy import resources
+from policy.causes import Cause
 from policy.model import Pod
 from policy.pdb import BudgetsOf, Violations, count_violations, protected
 from policy.view import NodeInfo
@@ -39,7 +40,7 @@ class VictimSelection:
 class NodeRejected:
     node: str
     reason: str
-
+    cause: Cause
 
 def select_victims(
     *,
@@ -69,7 +70,7 @@ def select_victims(
     # Step 1.
     candidates = [p for p in node.pods if p.priority < preemptor.priority]
     if not candidates:
-        return NodeRejected(node.name, f"no pod has priority below {preemptor.priority}")
+        return NodeRejected(node.name, f"no pod has priority below {preemptor.priority}", Cause.NO_LOWER_PRIORITY)
     # Step 2.
     kept = resources.add(
         node.requested_at_or_above(preemptor.priority), *(p.requests for p in reservations)
@@ -81,6 +82,7 @@ def select_victims(
             node.name,
             f"does not fit even with every lower-priority pod removed{held}: "
             f"short of {resources.describe(missing)}",
+            Cause.DOES_NOT_FIT,
         )
     # Step 3. ``slack`` is the room left for reprieved pods in each checked resource.
     checked = resources.checked_resources(request)

@@ -1,0 +1,28 @@
+"""Short, stable labels for why preemption went the way it did (metrics and explain group by them)."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Cause(str, Enum):
+    """Why a candidate node was dropped, passed through, or kept the scheduler's victims."""
+
+    NONE = ""
+    NO_LOWER_PRIORITY = "no lower-priority pods"
+    DOES_NOT_FIT = "does not fit"
+    PROTECTED = "victims protected by policy"
+    QUEUE_SHARE = "queue shares"
+    UNKNOWN_NODE = "unknown node"
+    UNKNOWN_VICTIM = "unknown victim"
+    UNMODELLED = "unmodelled constraints"
+    VIEW_HAS_ROOM = "view has room"
+
+
+class Refusal(str, Enum):
+    """Why the preemptor may not preempt at all: the answer is empty."""
+
+    NONE = ""
+    NEVER = "preemptionPolicy Never"
+    VICTIMS_TERMINATING = "victims still terminating"
+    DELAY = "preemption delay"
