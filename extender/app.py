@@ -14,10 +14,12 @@ from extender.cluster import ClusterSource
 from extender.config import Settings
 from extender.errors import BadRequest
 from extender.metrics import Metrics
+from extender.standings import Standings
 from extender.verbs import Context
 from extender.verbs import filter as filter_verb
 from extender.verbs import preempt as preempt_verb
 from extender.verbs import prioritize as prioritize_verb
+from policy.tenancy import Rules
 
 JSON = "application/json"
 
@@ -29,11 +31,14 @@ VERBS: dict[str, Callable[[bytes, Context], bytes]] = {
 }
 
 
-def create_app(settings: Settings, *, cluster: ClusterSource, metrics: Metrics | None = None) -> Flask:
+def create_app(
+    settings: Settings, *, cluster: ClusterSource, metrics: Metrics | None = None, rules: Rules | None = None
+) -> Flask:
     app = Flask("reprieve")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     metrics = metrics or Metrics()
     log = logging.getLogger("reprieve.decisions")
+    standings = Standings(rules) if rules is not None else None
     app.extensions["reprieve"] = {"cluster": cluster, "metrics": metrics, "settings": settings}
 
     def serve_verb(verb: str, handler: Callable[[bytes, Context], bytes]) -> Callable[[], Response]:
@@ -41,7 +46,7 @@ def create_app(settings: Settings, *, cluster: ClusterSource, metrics: Metrics |
             started = time.perf_counter()
             code = 200
             try:
-                body = handler(request.get_data(cache=False), Context(cluster.view(), metrics, log))
+                body = handler(request.get_data(cache=False), Context(cluster.view(), metrics, log, standings))
             except BadRequest as exc:
                 code = exc.status
                 return Response(wire.error_body(f"{verb}: {exc}"), status=code, mimetype=JSON)

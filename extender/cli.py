@@ -37,27 +37,78 @@ def _parser() -> argparse.ArgumentParser:
         "--bind", default=os.environ.get("REPRIEVE_BIND", Settings.bind), help="HOST:PORT to listen on; env REPRIEVE_BIND"
     )
     serve.add_argument("--threads", type=int, default=Settings.threads, help="request threads in the one worker process")
+    _policy_flag(serve)
     serve.add_argument(
         "--log-level",
         type=str.upper,
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         default=os.environ.get("REPRIEVE_LOG_LEVEL", Settings.log_level).upper(),
     )
+    check = commands.add_parser(
+        "check-policy", help="validate a policy file and show each queue's usage, shares and who may preempt"
+    )
+    check.add_argument("policy", metavar="PATH", help="the policy file (see docs/policy.md)")
+    cluster = check.add_mutually_exclusive_group()
+    cluster.add_argument("--snapshot", help="judge the queues against this cluster dump")
+    cluster.add_argument("--kubeconfig", help="judge the queues against the cluster this kubeconfig points at")
     return parser
+
+
+def _policy_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--policy",
+        default=os.environ.get("REPRIEVE_POLICY"),
+        help="multi-tenant preemption rules (queues, fences, opt-out; docs/policy.md); env REPRIEVE_POLICY",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    logs.configure(args.log_level)
+    logs.configure(getattr(args, "log_level", "WARNING"))
+    commands = {"serve": _serve, "check-policy": _check_policy}
     try:
-        return _serve(args)
+        return commands[args.command](args)
     except ReprieveError as exc:
         print(f"reprieve: {exc}", file=sys.stderr)
         return 2
 
 
+def _check_policy(args: argparse.Namespace) -> int:
+    from extender import check_policy, policy_file, snapshot
+
+    rules = policy_file.load(args.policy)
+    view = None
+    if args.snapshot:
+        view = snapshot.load(args.snapshot)
+    elif args.kubeconfig:
+        view = _live_view(args.kubeconfig)
+    sys.stdout.write(check_policy.report(rules, view))
+    return 0
+
+
+def _live_view(kubeconfig: str, timeout: float = 120.0):
+    """One consistent view of a live cluster: list everything, then stop watching."""
+    import time
+
+    from extender.errors import ConfigError
+    from extender.live.apiserver import ApiServer
+    from extender.live.cache import LiveCluster
+    from extender.metrics import Metrics
+
+    cluster = LiveCluster(ApiServer.from_kubeconfig(kubeconfig), metrics=Metrics()).start()
+    try:
+        deadline = time.monotonic() + timeout
+        while (view := cluster.view()) is None:
+            if time.monotonic() > deadline:
+                raise ConfigError(f"could not list the cluster behind {kubeconfig} within {timeout:.0f}s")
+            time.sleep(0.1)
+        return view
+    finally:
+        cluster.stop()
+
+
 def _serve(args: argparse.Namespace) -> int:
-    from extender import snapshot
+    from extender import policy_file, snapshot
     from extender.app import create_app
     from extender.cluster import StaticCluster
     from extender.errors import ConfigError
@@ -73,6 +124,9 @@ def _serve(args: argparse.Namespace) -> int:
     settings = Settings(
         bind=args.bind, threads=args.threads, log_level=args.log_level, staleness_bound=args.staleness_bound
     )
+    rules = policy_file.load(args.policy) if args.policy else None
+    if rules is not None:
+        log.info("multi-tenant rules from %s: %d queue(s)", args.policy, len(rules.queue_names()))
     # Read the snapshot or kubeconfig before gunicorn starts, so that a bad one stops startup
     # with its message; but start watching only in the worker, after the fork, so that the
     # process answering requests is the one that owns the (one) cache.
@@ -87,14 +141,14 @@ def _serve(args: argparse.Namespace) -> int:
             cluster = LiveCluster(
                 api, metrics=metrics, staleness_bound=settings.staleness_bound, on_first_view=gc.freeze
             ).start()
-            return create_app(settings, cluster=cluster, metrics=metrics)
+            return create_app(settings, cluster=cluster, metrics=metrics, rules=rules)
 
     elif args.snapshot:
         cluster = StaticCluster(snapshot.load(args.snapshot), source=args.snapshot)
         log.info("serving on %s from %s", settings.bind, cluster.describe())
 
         def build():
-            return create_app(settings, cluster=cluster)
+            return create_app(settings, cluster=cluster, rules=rules)
 
     else:
         raise ConfigError("serve needs one of --snapshot PATH, --kubeconfig PATH or --in-cluster")

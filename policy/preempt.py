@@ -10,7 +10,8 @@ from enum import Enum
 from policy import ranking
 from policy.causes import Cause, Refusal
 from policy.model import POD_ANTI_AFFINITY, Pod
-from policy.tenancy import Rules
+from policy import tenancy
+from policy.tenancy import Rules, Standing
 from policy.pdb import NO_VIOLATIONS, BudgetsOf, Violations, count_violations
 from policy.victims import NodeRejected, select_victims
 from policy.view import ClusterView, NodeInfo
@@ -57,6 +58,7 @@ def decide(
     preemptor: Pod,
     proposals: Mapping[str, Proposal],
     rules: Rules | None = None,
+    standing: Standing | None = None,
     now: float | None = None,
 ) -> PreemptDecision:
     """Re-derive victims on each candidate node, drop hopeless nodes, offer the cheapest.
@@ -64,15 +66,28 @@ def decide(
     Nodes or victim UIDs reprieve does not know are passed through untouched. If the
     preemptor has constraints reprieve does not model (policy.model), or a pod on the node
     has required anti-affinity that may be what blocks the preemptor, the scheduler's own
-    victims are kept for that node and only their PodDisruptionBudget violations recounted.
+    victims are kept for that node and only their PodDisruptionBudget violations recounted
+    (and the node dropped if the rules protect one of them).
+
+    With ``rules`` (policy.tenancy), victims are chosen only among the pods the rules allow,
+    and a preemptor still inside its preemption delay (measured against ``now``, seconds
+    since the epoch) may not preempt yet. ``standing`` is ``tenancy.assess(rules, view)``,
+    passed in when the caller keeps it for many decisions over the same view.
     """
     refusal, why = _ineligible(view, preemptor)
+    screen = None
+    if rules is not None and refusal is Refusal.NONE:
+        standing = standing if standing is not None else tenancy.assess(rules, view)
+        wait = tenancy.delay_left(rules=rules, standing=standing, preemptor=preemptor, now=now)
+        if wait > 0:
+            refusal, why = Refusal.DELAY, f"pending for less than its preemption delay: {wait:.0f}s to go"
+        screen = tenancy.screen(standing=standing, view=view, preemptor=preemptor)
     if refusal is not Refusal.NONE:
         return PreemptDecision(answer={}, outcomes=(), reasons=(why,), refusal=refusal)
 
     outcomes: dict[str, NodeOutcome] = {}
     for name in sorted(proposals):
-        outcomes[name] = _evaluate(view, preemptor, name, proposals[name])
+        outcomes[name] = _evaluate(view, preemptor, name, proposals[name], screen)
 
     costs = {n: o.cost for n, o in outcomes.items() if o.cost is not None}
     chosen = ranking.best(costs)
@@ -112,7 +127,9 @@ def _ineligible(view: ClusterView, preemptor: Pod) -> tuple[Refusal, str]:
     return Refusal.NONE, ""
 
 
-def _evaluate(view: ClusterView, preemptor: Pod, name: str, proposal: Proposal) -> NodeOutcome:
+def _evaluate(
+    view: ClusterView, preemptor: Pod, name: str, proposal: Proposal, screen: tenancy.Screen | None
+) -> NodeOutcome:
     node = view.nodes.get(name)
     if node is None:
         return NodeOutcome(name, Verdict.PASSED_THROUGH, Cause.UNKNOWN_NODE, reasons=("node unknown to reprieve",))
@@ -130,23 +147,25 @@ def _evaluate(view: ClusterView, preemptor: Pod, name: str, proposal: Proposal) 
     proposed = [on_node[uid] for uid in proposal.uids]
     unmodelled = _unmodelled(preemptor, node)
     if unmodelled:
-        return _keep_scheduler_victims(name, proposed, budgets, Cause.UNMODELLED, unmodelled)
+        return _keep_scheduler_victims(name, proposed, budgets, screen, Cause.UNMODELLED, unmodelled)
 
     reservations = view.reservations(name, pod=preemptor)
-    selection = select_victims(node=node, preemptor=preemptor, reservations=reservations, budgets_of=budgets)
+    selection = select_victims(
+        node=node, preemptor=preemptor, reservations=reservations, budgets_of=budgets, screen=screen
+    )
     if isinstance(selection, NodeRejected):
         return NodeOutcome(name, Verdict.DROPPED, selection.cause, reasons=(selection.reason,))
     if not selection.victims:
         # The scheduler sees a shortage that reprieve's view does not: trust the fresher one.
         return _keep_scheduler_victims(
-            name, proposed, budgets, Cause.VIEW_HAS_ROOM, "reprieve's view has room without evicting"
+            name, proposed, budgets, screen, Cause.VIEW_HAS_ROOM, "reprieve's view has room without evicting"
         )
     return NodeOutcome(
         name,
         Verdict.CHOSEN,
         victims=selection.victims,
         violations=selection.violations,
-        cost=ranking.cost(selection.victims, selection.violations),
+        cost=ranking.cost(selection.victims, selection.violations, selection.opted_out),
         reasons=selection.reasons,
     )
 
@@ -161,8 +180,22 @@ def _unmodelled(preemptor: Pod, node: NodeInfo) -> str:
 
 
 def _keep_scheduler_victims(
-    name: str, victims: list[Pod], budgets: BudgetsOf, cause: Cause, why: str
+    name: str, victims: list[Pod], budgets: BudgetsOf, screen: tenancy.Screen | None, cause: Cause, why: str
 ) -> NodeOutcome:
+    """The scheduler's victims, unless the rules protect one of them: reprieve cannot choose
+    others here, so the node is dropped."""
+    opted_out = 0
+    if screen is not None:
+        for pod in victims:
+            judgement, reason = screen.judge(pod)
+            if judgement is tenancy.Judgement.PROTECTED:
+                return NodeOutcome(
+                    name, Verdict.DROPPED, Cause.PROTECTED, reasons=(f"{why}; but {pod.key} is protected: {reason}",)
+                )
+            opted_out += judgement is tenancy.Judgement.LAST_RESORT
+        short = screen.over_share(victims)
+        if short:
+            return NodeOutcome(name, Verdict.DROPPED, Cause.QUEUE_SHARE, reasons=(f"{why}; but {short}",))
     violations = count_violations(victims, budgets)
     return NodeOutcome(
         name,
@@ -170,7 +203,7 @@ def _keep_scheduler_victims(
         cause,
         victims=tuple(victims),
         violations=violations,
-        cost=ranking.cost(victims, violations),
+        cost=ranking.cost(victims, violations, opted_out),
         kept_scheduler_victims=True,
         reasons=(f"kept the scheduler's victims: {why}", violations.describe()),
     )

@@ -2,6 +2,8 @@
 
 Criteria, in order (each only breaks ties left by the ones before it):
 
+0. fewest victims whose PriorityClass opts out of preemption (only with a policy, see
+   policy.tenancy: such pods are a last resort);
 1. fewest PodDisruptionBudget violations;
 2. lowest priority of the most important victim;
 3. fewest Guaranteed victims;
@@ -31,6 +33,7 @@ from policy.qos import QoS
 _SHIFT = 2**31
 
 CRITERIA = (
+    "opted-out victims",
     "PDB violations",
     "highest victim priority",
     "Guaranteed victims",
@@ -54,28 +57,30 @@ class Cost:
 
     def _show(self, step: int) -> str:
         value = self.key[step]
-        if step == 4:  # undo the shift: the plain sum of victim priorities
-            return str(value - self.key[5] * _SHIFT)
-        if step == 6:
+        if step == 5:  # undo the shift: the plain sum of victim priorities
+            return str(value - self.key[6] * _SHIFT)
+        if step == 7:
             return "unknown" if value == -math.inf else f"{-value:.0f}s since the epoch"
         return "none" if value == -math.inf else str(value)
 
     def describe(self) -> str:
-        v, top, g, b, _, n, _ = self.key
+        opted_out, v, top, g, b, _, n, _ = self.key
         top_text = "none" if top == -math.inf else str(top)
         return (
-            f"{v} PDB violation(s), highest victim priority {top_text}, "
+            (f"{opted_out} opted-out victim(s), " if opted_out else "")
+            + f"{v} PDB violation(s), highest victim priority {top_text}, "
             f"{g} Guaranteed / {b} Burstable of {n} live victim(s)"
         )
 
 
-def cost(victims: Sequence[Pod], violations: Violations) -> Cost:
+def cost(victims: Sequence[Pod], violations: Violations, opted_out: int = 0) -> Cost:
     live = [p for p in victims if not p.terminating]
     top = max((p.priority for p in live), default=-math.inf)
     starts = [p.start_time if p.start_time is not None else math.inf for p in live if p.priority == top]
     earliest_top_start = min(starts, default=math.inf)
     return Cost(
         (
+            opted_out,
             violations.count,
             top,
             sum(p.qos == QoS.GUARANTEED for p in live),

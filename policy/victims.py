@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from policy import resources
 from policy.causes import Cause
 from policy.model import Pod
-from policy.pdb import BudgetsOf, Violations, count_violations, protected
+from policy.pdb import BudgetsOf, Violations, count_violations
+from policy.pdb import protected as protected_by_budgets
+from policy.tenancy import Judgement, Screen
 from policy.view import NodeInfo
 
 
@@ -34,6 +36,7 @@ class VictimSelection:
     victims: tuple[Pod, ...]  # most important first, as the scheduler's ranking expects
     violations: Violations
     reasons: tuple[str, ...]
+    opted_out: int = 0  # victims whose PriorityClass opts out of preemption (a last resort)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,16 +45,20 @@ class NodeRejected:
     reason: str
     cause: Cause
 
+
 def select_victims(
     *,
     node: NodeInfo,
     preemptor: Pod,
     reservations: Sequence[Pod],
     budgets_of: BudgetsOf,
+    screen: Screen | None = None,
 ) -> VictimSelection | NodeRejected:
     """The victims reprieve would evict on ``node`` so that ``preemptor`` fits.
 
-    1. Potential victims are the pods on the node with priority strictly below the preemptor's.
+    1. Potential victims are the pods on the node with priority strictly below the preemptor's
+       that the multi-tenant rules allow (``screen``, see policy.tenancy); the pods the rules
+       protect stay, like higher-priority pods.
     2. Remove them all. If the preemptor still does not fit next to the remaining pods and
        the room held for nominated pods (``reservations``), preemption cannot help here.
     3. Reprieve: add potential victims back one at a time while the preemptor still fits,
@@ -62,36 +69,129 @@ def select_victims(
     4. The victims are the pods not reprieved, most important first, with the exact count of
        PodDisruptionBudget violations for that set.
 
+    With rules, pods whose PriorityClass opts out softly are left out of a first attempt and
+    only become victims (reprieved before everyone else) if the preemptor cannot fit without
+    them. If the victims would leave another queue below its share, the attempt is repeated
+    with that queue's pods reprieved first; if that fails too, the node is rejected.
+
     The result is inclusion-minimal: a failed reprieve only gets harder as later pods are
     added back, so no single victim could be spared.
     """
+    # Step 1.
+    lower = [p for p in node.pods if p.priority < preemptor.priority]
+    if not lower:
+        return NodeRejected(node.name, f"no pod has priority below {preemptor.priority}", Cause.NO_LOWER_PRIORITY)
+    protected: dict[str, str] = {}
+    last_resort: list[Pod] = []
+    if screen is not None:
+        for pod in lower:
+            judgement, why = screen.judge(pod)
+            if judgement is Judgement.PROTECTED:
+                protected[pod.key] = why
+            elif judgement is Judgement.LAST_RESORT:
+                last_resort.append(pod)
+    candidates = [p for p in lower if p.key not in protected]
+    shunned = {p.uid for p in last_resort}
+    attempts = [([p for p in candidates if p.uid not in shunned], ())]
+    if last_resort:
+        attempts.append((candidates, tuple(last_resort)))
+    result: VictimSelection | NodeRejected | None = None
+    for pool, spare_first in attempts:
+        result = _attempt(node, preemptor, pool, reservations, budgets_of, screen, spare_first, protected)
+        if isinstance(result, VictimSelection):
+            break
+    assert result is not None
+    if isinstance(result, NodeRejected) and not candidates:
+        return NodeRejected(
+            node.name,
+            f"every lower-priority pod is protected by policy: {_protections(protected)}",
+            Cause.PROTECTED,
+        )
+    return result
+
+
+def _attempt(
+    node: NodeInfo,
+    preemptor: Pod,
+    candidates: list[Pod],
+    reservations: Sequence[Pod],
+    budgets_of: BudgetsOf,
+    screen: Screen | None,
+    spare_first: tuple[Pod, ...],
+    protected: dict[str, str],
+) -> VictimSelection | NodeRejected:
     alloc = node.node.allocatable
     request = preemptor.requests
-    # Step 1.
-    candidates = [p for p in node.pods if p.priority < preemptor.priority]
-    if not candidates:
-        return NodeRejected(node.name, f"no pod has priority below {preemptor.priority}", Cause.NO_LOWER_PRIORITY)
-    # Step 2.
+    # Step 2: everything that is not a candidate stays.
+    pool = {p.uid for p in candidates}
+    staying = [p for p in node.pods if p.priority < preemptor.priority and p.uid not in pool]
     kept = resources.add(
-        node.requested_at_or_above(preemptor.priority), *(p.requests for p in reservations)
+        node.requested_at_or_above(preemptor.priority),
+        *(p.requests for p in staying),
+        *(p.requests for p in reservations),
     )
     missing = resources.shortfalls(request=request, allocatable=alloc, used=kept)
     if missing:
         held = f" (room held for {_names(reservations)})" if reservations else ""
+        if protected:
+            return NodeRejected(
+                node.name,
+                f"does not fit unless pods protected by policy go{held}: short of "
+                f"{resources.describe(missing)}; {_protections(protected)}",
+                Cause.PROTECTED,
+            )
         return NodeRejected(
             node.name,
             f"does not fit even with every lower-priority pod removed{held}: "
             f"short of {resources.describe(missing)}",
             Cause.DOES_NOT_FIT,
         )
-    # Step 3. ``slack`` is the room left for reprieved pods in each checked resource.
+    # Step 3, and again with the pods of a queue that would fall below its share spared first.
+    shielded = protected_by_budgets((p for p in candidates if not p.terminating), budgets_of)
+    first = {p.uid for p in spare_first}
+    victims, reprieved = _reprieve(node, request, kept, candidates, lambda p: (p.uid not in first, p.uid not in shielded))
+    short_of_share = screen.over_share(victims) if screen is not None else ""
+    if short_of_share:
+        sparing = {screen.queue_of(p) for p in victims} - {screen.queue}
+        victims, reprieved = _reprieve(
+            node,
+            request,
+            kept,
+            candidates,
+            lambda p: (p.uid not in first, screen.queue_of(p) not in sparing, p.uid not in shielded),
+        )
+        short_of_share = screen.over_share(victims)
+        if short_of_share:
+            return NodeRejected(node.name, f"the victims it needs are out of reach: {short_of_share}", Cause.QUEUE_SHARE)
+    # Step 4.
+    ordered = most_important_first(victims)
+    violations = count_violations(ordered, budgets_of)
     checked = resources.checked_resources(request)
+    freed = resources.add(*(p.requests for p in victims))
+    lower = len(candidates) + len(staying)
+    reasons = [
+        f"{lower} lower-priority pod(s), {reprieved} reprieved"
+        + (f" ({len(shielded)} PDB-protected tried first)" if shielded else ""),
+        f"evicting {len(victims)} frees {resources.describe(_only(freed, checked))}",
+        violations.describe(),
+    ]
+    if protected:
+        reasons.append(f"{len(protected)} protected by policy: {_protections(protected)}")
+    opted_out = sum(p.uid in first for p in victims)
+    if opted_out:
+        reasons.append(f"{opted_out} victim(s) opted out of preemption: no victim set without them fits")
+    if reservations:
+        reasons.append(f"room held for nominated {_names(reservations)} kept free")
+    return VictimSelection(node.name, ordered, violations, tuple(reasons), opted_out)
+
+
+def _reprieve(node, request, kept, candidates, tier) -> tuple[list[Pod], int]:
+    """Add candidates back while the preemptor fits, by ``tier`` then importance; the rest go."""
+    alloc = node.node.allocatable
+    checked = resources.checked_resources(request)
+    # ``slack`` is the room left for reprieved pods in each checked resource.
     slack = {r: alloc.get(r, 0) - kept.get(r, 0) - request[r] for r in checked}
-    shielded = protected((p for p in candidates if not p.terminating), budgets_of)
-    order = sorted(
-        (p for p in candidates if not p.terminating),
-        key=lambda p: (p.uid not in shielded, importance(p)),
-    )
+    order = sorted((p for p in candidates if not p.terminating), key=lambda p: (*tier(p), importance(p)))
     victims = [p for p in candidates if p.terminating]
     reprieved = 0
     for pod in order:
@@ -102,19 +202,13 @@ def select_victims(
             reprieved += 1
         else:
             victims.append(pod)
-    # Step 4.
-    ordered = most_important_first(victims)
-    violations = count_violations(ordered, budgets_of)
-    freed = resources.add(*(p.requests for p in victims))
-    reasons = [
-        f"{len(candidates)} lower-priority pod(s), {reprieved} reprieved"
-        + (f" ({len(shielded)} PDB-protected tried first)" if shielded else ""),
-        f"evicting {len(victims)} frees {resources.describe(_only(freed, checked))}",
-        violations.describe(),
-    ]
-    if reservations:
-        reasons.append(f"room held for nominated {_names(reservations)} kept free")
-    return VictimSelection(node.name, ordered, violations, tuple(reasons))
+    return victims, reprieved
+
+
+def _protections(protected: dict[str, str], limit: int = 3) -> str:
+    shown = [f"{key} ({why})" for key, why in sorted(protected.items())[:limit]]
+    more = len(protected) - limit
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
 
 
 def _only(vector: resources.Vector, names: Iterable[str]) -> dict[str, int]:

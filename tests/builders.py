@@ -37,6 +37,9 @@ def pod(
     terminating: bool = False,
     never: bool = False,
     unmodelled: tuple[str, ...] = (),
+    pc: str = "",
+    owner: str | None = None,
+    created: float | None = None,
     **extended: int,
 ) -> Pod:
     requests = resources.effective_requests(containers=[units(cpu, mem, **extended)])
@@ -56,6 +59,9 @@ def pod(
         terminating=terminating,
         preemption_never=never,
         unmodelled=unmodelled,
+        priority_class=pc,
+        owner=owner,
+        created=created,
     )
 
 
@@ -68,8 +74,8 @@ def pdb(name: str, *, allowed: int, match: dict[str, str] | None = None, ns: str
     return DisruptionBudget(ns, name, selector, allowed, frozenset(disrupted))
 
 
-def view(nodes, pods, budgets=()) -> ClusterView:
-    return ClusterView.build(nodes=nodes, pods=pods, budgets=budgets)
+def view(nodes, pods, budgets=(), classes=()) -> ClusterView:
+    return ClusterView.build(nodes=nodes, pods=pods, budgets=budgets, priority_classes=classes)
 
 
 def keys(pods) -> list[str]:

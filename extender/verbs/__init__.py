@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 
 from extender.metrics import Metrics
+from extender.standings import Standings
 from policy.view import ClusterView
 
 
@@ -14,3 +15,4 @@ class Context:
     view: ClusterView | None  # None: not ready, give the documented safe answer
     metrics: Metrics
     log: logging.Logger
+    standings: Standings | None = None  # the --policy rules; None: Kubernetes rules only

@@ -18,7 +18,15 @@ def handle(body: bytes, ctx: Context) -> bytes:
         ctx.metrics.not_ready.labels("preempt").inc()
         return wire.preemption_result({n: (p.uids, p.num_pdb_violations) for n, p in proposals.items()})
     preemptor = translate.pod_record(args.pod, ctx.view.priority_classes)
-    decision = decide(view=ctx.view, preemptor=preemptor, proposals=proposals)
+    policy = ctx.standings
+    decision = decide(
+        view=ctx.view,
+        preemptor=preemptor,
+        proposals=proposals,
+        rules=policy.rules if policy else None,
+        standing=policy.of(ctx.view) if policy else None,
+        now=time.time(),
+    )
 
     m = ctx.metrics
     for outcome in decision.outcomes:

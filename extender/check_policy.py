@@ -1,0 +1,104 @@
+"""``reprieve check-policy``: validate a policy file and show what it says about a cluster."""
+
+from __future__ import annotations
+
+from policy import resources
+from policy.tenancy import Preemption, Rules, Standing, assess
+from policy.view import ClusterView
+
+
+def report(rules: Rules, view: ClusterView | None) -> str:
+    """One block per queue, parents before children: configuration, then (with a cluster)
+    usage, deserved share, the share preemption defends, and who may preempt whom."""
+    standing = assess(rules, view) if view is not None else None
+    lines = [
+        f"policy valid: {len(rules.queue_names())} queue(s), default queue {rules.default_queue}",
+        f"protected namespaces: {', '.join(sorted(rules.protected_namespaces)) or 'none'}",
+        f"opt-out: PriorityClass annotation {rules.opt_out_annotation}=\"false\" ({rules.opt_out.value})",
+        f"same application: {_application(rules)}",
+        f"preemption delay: {rules.delay:g}s",
+    ]
+    for name in _tree_order(rules):
+        lines.append("")
+        lines.extend(_queue(rules, standing, name))
+    if standing is None:
+        lines += ["", "(give --snapshot or --kubeconfig to see usage, deserved shares and who may preempt)"]
+    return "\n".join(lines) + "\n"
+
+
+def _queue(rules: Rules, standing: Standing | None, name: str) -> list[str]:
+    q = rules.queue(name)
+    depth = len(rules.lineage(name)) - 1
+    pad = "  " * depth
+    title = f"{pad}queue {name}" + (f" (in {q.parent})" if q.parent else "")
+    if name == rules.default_queue:
+        title += " [default]"
+    out = [title]
+    pad += "  "
+    members = []
+    if q.namespaces:
+        members.append(f"namespaces {', '.join(sorted(q.namespaces))}")
+    if q.selector is not None:
+        members.append("a label selector")
+    if name == rules.default_queue and not members:
+        members.append("every pod no other queue matches")
+    out.append(f"{pad}pods: {' and '.join(members) if members else 'none directly'}")
+    config = [f"preemption {q.preemption.value}"]
+    if q.weight:
+        config.append(f"weight {q.weight}")
+    if q.guaranteed:
+        config.append(f"guaranteed {resources.describe(q.guaranteed)}")
+    if q.delay is not None:
+        config.append(f"delay {q.delay:g}s")
+    out.append(f"{pad}{', '.join(config)}")
+    if standing is None:
+        return out
+    s = standing.queues[name]
+    out.append(f"{pad}usage     {resources.describe(s.usage) or '-'}")
+    out.append(f"{pad}demand    {resources.describe(s.demand) or '-'}")
+    if q.weight:
+        out.append(f"{pad}deserved  {resources.describe(s.deserved) or '-'}")
+    out.append(f"{pad}share     {resources.describe(s.share) or 'none'}")
+    below = sorted(r for r, share in s.share.items() if s.usage.get(r, 0) < share)
+    out.append(
+        f"{pad}may preempt other queues: "
+        + (f"yes, below its share of {', '.join(below)}" if below else "no, not below its share" if s.share else "no, it has no share")
+    )
+    out.append(f"{pad}may lose pods to other queues: {_exposed(rules, s)}")
+    return out
+
+
+def _exposed(rules: Rules, s) -> str:
+    disabled = next((q for q in rules.lineage(s.name) if rules.queue(q).preemption is Preemption.DISABLED), None)
+    if disabled is not None:
+        return f"no, preemption disabled on {disabled}"
+    below = sorted(r for r, share in s.share.items() if s.usage.get(r, 0) <= share)
+    if not s.usage:
+        return "no, it uses nothing"
+    if s.share and below == sorted(s.share):
+        return "no, at or below its share"
+    spare = {r: s.usage.get(r, 0) - share for r, share in s.share.items() if s.usage.get(r, 0) > share}
+    return "yes" + (f", above its share by {resources.describe(spare)}" if spare else ", it has no share")
+
+
+def _application(rules: Rules) -> str:
+    ways = []
+    if rules.application_label:
+        ways.append(f"label {rules.application_label}")
+    if rules.application_owner:
+        ways.append("controlling owner reference")
+    return " or ".join(ways) if ways else "not identified (no protection)"
+
+
+def _tree_order(rules: Rules) -> list[str]:
+    names = rules.queue_names()
+    ordered: list[str] = []
+
+    def visit(parent: str | None) -> None:
+        for name in names:
+            if rules.parent(name) == parent:
+                ordered.append(name)
+                visit(name)
+
+    visit(None)
+    return ordered

@@ -1,0 +1,187 @@
+"""The ``--policy`` file: multi-tenant preemption rules, validated once at startup.
+
+Every mistake stops startup with a message naming the key (``queues[2] (prod).guaranteed.cpu:
+...``). See docs/policy.md for the reference and a complete example.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+import pydantic
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
+
+from extender import kube, translate
+from extender.errors import ConfigError
+from policy.tenancy import OPT_OUT_ANNOTATION, OptOut, Preemption, Queue, Rules
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """A Go-style duration (``30s``, ``1m30s``, ``500ms``, ``0s``) in seconds."""
+    text = text.strip()
+    if not text or _DURATION.sub("", text):
+        raise ValueError(f"{text!r} is not a duration like 30s, 1m30s or 500ms")
+    return sum(float(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION.findall(text))
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+Duration = StrictStr  # checked by parse_duration
+
+
+class QueueSpec(_Strict):
+    name: StrictStr = Field(min_length=1)
+    parent: StrictStr | None = None
+    namespaces: list[StrictStr] | None = None
+    selector: kube.LabelSelector | None = None
+    guaranteed: kube.ResourceList | None = None
+    weight: StrictInt | None = Field(default=None, ge=1, le=1_000_000)
+    preemption: Literal["default", "fence", "disabled"] = "default"
+    delay: Duration | None = None
+
+    @field_validator("delay")
+    @classmethod
+    def _delay(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
+
+    @field_validator("selector")
+    @classmethod
+    def _selector(cls, value: kube.LabelSelector | None) -> kube.LabelSelector | None:
+        if value is not None and not value.matchLabels and not value.matchExpressions:
+            raise ValueError("an empty selector matches nothing; leave it out to match by namespaces only")
+        return value
+
+
+class OptOutSpec(_Strict):
+    annotation: StrictStr = Field(default=OPT_OUT_ANNOTATION, min_length=1)
+    mode: Literal["soft", "hard"] = "soft"
+
+
+class ApplicationSpec(_Strict):
+    label: StrictStr | None = Field(default=None, min_length=1)
+    ownerReference: StrictBool = False
+
+
+class PolicySpec(_Strict):
+    queues: list[QueueSpec] = []
+    defaultQueue: StrictStr = Field(default="default", min_length=1)
+    optOut: OptOutSpec = OptOutSpec()
+    protectedNamespaces: list[StrictStr] = ["kube-system"]
+    application: ApplicationSpec = ApplicationSpec()
+    preemptionDelay: Duration = "0s"
+
+    @field_validator("preemptionDelay")
+    @classmethod
+    def _delay(cls, value: str) -> str:
+        parse_duration(value)
+        return value
+
+
+def load(path: str | Path) -> Rules:
+    """Read and validate a policy file; ConfigError names the file and the offending key."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ConfigError(f"policy {path}: {exc.strerror or exc}") from exc
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"policy {path}: not YAML: {exc}") from exc
+    return parse(raw if raw is not None else {}, source=str(path))
+
+
+def parse(raw: object, *, source: str = "policy") -> Rules:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"policy {source}: expected a mapping at the top, not {type(raw).__name__}")
+    try:
+        spec = PolicySpec.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(f"policy {source}: {_named(kube.describe_validation(exc), raw)}") from None
+    try:
+        return _rules(spec)
+    except ValueError as exc:
+        raise ConfigError(f"policy {source}: {exc}") from None
+
+
+def _named(message: str, raw: dict) -> str:
+    """``queues.2.weight`` -> ``queues[2] (prod).weight``: the operator looks for the name."""
+    queues = raw.get("queues") if isinstance(raw.get("queues"), list) else []
+
+    def name(match: re.Match) -> str:
+        index = int(match.group(1))
+        entry = queues[index] if index < len(queues) else None
+        label = f" ({entry['name']})" if isinstance(entry, dict) and isinstance(entry.get("name"), str) else ""
+        return f"queues[{index}]{label}"
+
+    return re.sub(r"queues\.(\d+)", name, message)
+
+
+def _rules(spec: PolicySpec) -> Rules:
+    names = [q.name for q in spec.queues]
+    seen: set[str] = set()
+    for i, q in enumerate(spec.queues):
+        where = f"queues[{i}] ({q.name})"
+        if q.name in seen:
+            raise ValueError(f"{where}.name: queue {q.name} is defined twice")
+        seen.add(q.name)
+        if q.parent is not None and q.parent not in names:
+            raise ValueError(f"{where}.parent: no queue is named {q.parent}")
+    parents = {q.name: q.parent for q in spec.queues}
+    for i, q in enumerate(spec.queues):
+        where = f"queues[{i}] ({q.name})"
+        chain, up = [q.name], q.parent
+        while up is not None:
+            if up in chain:
+                raise ValueError(f"{where}.parent: the hierarchy loops: {' -> '.join([*chain, up])}")
+            chain.append(up)
+            up = parents[up]
+        is_parent = q.name in parents.values()
+        if is_parent and (q.namespaces or q.selector):
+            raise ValueError(f"{where}: a queue with child queues holds no pods; move namespaces/selector to a leaf")
+        if is_parent and q.delay is not None:
+            raise ValueError(f"{where}.delay: only a leaf queue's pods wait; set delay on the leaf queues")
+    if spec.defaultQueue in parents.values():
+        raise ValueError(f"defaultQueue: {spec.defaultQueue} has child queues; the default queue must be a leaf")
+    queues = tuple(
+        Queue(
+            name=q.name,
+            parent=q.parent,
+            namespaces=frozenset(q.namespaces or ()),
+            selector=translate.selector(q.selector) if q.selector else None,
+            guaranteed=_vector(q.guaranteed, f"queues[{i}] ({q.name}).guaranteed"),
+            weight=q.weight,
+            preemption=Preemption(q.preemption),
+            delay=parse_duration(q.delay) if q.delay is not None else None,
+        )
+        for i, q in enumerate(spec.queues)
+    )
+    return Rules(
+        queues=queues,
+        default_queue=spec.defaultQueue,
+        opt_out_annotation=spec.optOut.annotation,
+        opt_out=OptOut(spec.optOut.mode),
+        protected_namespaces=frozenset(spec.protectedNamespaces),
+        application_label=spec.application.label,
+        application_owner=spec.application.ownerReference,
+        delay=parse_duration(spec.preemptionDelay),
+    )
+
+
+def _vector(quantities: dict | None, where: str) -> dict[str, int] | None:
+    if quantities is None:
+        return None
+    vector = translate.vector(quantities)
+    negative = [name for name, value in vector.items() if value < 0]
+    if negative:
+        raise ValueError(f"{where}.{negative[0]}: must not be negative")
+    return vector
