@@ -77,7 +77,8 @@ def decide(
     refusal, why = _ineligible(view, preemptor)
     screen = None
     if rules is not None and refusal is Refusal.NONE:
-        standing = standing if standing is not None else tenancy.assess(rules, view)
+        if standing is None or preemptor.uid not in standing.membership:
+            standing = tenancy.assess(rules, view, pending=(preemptor,))
         wait = tenancy.delay_left(rules=rules, standing=standing, preemptor=preemptor, now=now)
         if wait > 0:
             refusal, why = Refusal.DELAY, f"pending for less than its preemption delay: {wait:.0f}s to go"

@@ -140,13 +140,15 @@ class Standing:
     membership: Mapping[str, str]  # pod UID -> queue, for every pod of the view
 
 
-def assess(rules: Rules, view: ClusterView) -> Standing:
+def assess(rules: Rules, view: ClusterView, *, pending: Iterable[Pod] = ()) -> Standing:
+    """Usage, demand and shares of every queue. ``pending`` adds pods the view does not hold
+    yet (a preemptor fresher than the view), so that their demand counts."""
     membership: dict[str, str] = {}
     usage: dict[str, dict[str, int]] = defaultdict(dict)
-    pending: dict[str, dict[str, int]] = defaultdict(dict)
+    waiting: dict[str, dict[str, int]] = defaultdict(dict)
     memo: dict[tuple, str] = {}
     by_labels = any(q.selector is not None for q in rules.queues)
-    for pod in view.pods.values():
+    for pod in (*view.pods.values(), *(p for p in pending if p.uid not in view.pods)):
         key = (pod.namespace, tuple(sorted(pod.labels.items()))) if by_labels else (pod.namespace,)
         queue = memo.get(key)
         if queue is None:
@@ -154,7 +156,7 @@ def assess(rules: Rules, view: ClusterView) -> Standing:
         membership[pod.uid] = queue
         if pod.terminating:
             continue  # already leaving: its room is not the queue's any more
-        target = usage if (pod.node_name or pod.nominated_node_name) else pending
+        target = usage if (pod.node_name or pod.nominated_node_name) else waiting
         _accumulate(target[queue], pod.requests)
 
     names = rules.queue_names()
@@ -166,7 +168,7 @@ def assess(rules: Rules, view: ClusterView) -> Standing:
         return resources.add(table.get(name, {}), *(subtree_sum(table, c) for c in children[name]))
 
     used = {n: subtree_sum(usage, n) for n in names}
-    demand = {n: resources.add(used[n], subtree_sum(pending, n)) for n in names}
+    demand = {n: resources.add(used[n], subtree_sum(waiting, n)) for n in names}
     total = resources.add(*(info.node.allocatable for info in view.nodes.values()))
     deserved: dict[str, Vector] = {}
 

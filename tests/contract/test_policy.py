@@ -1,0 +1,76 @@
+"""--policy through the HTTP verbs and the CLI, on the example cluster and example policy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from extender import policy_file, snapshot
+from extender.app import create_app
+from extender.cli import main
+from extender.cluster import StaticCluster
+from extender.config import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+
+
+def victims(answer: dict, view) -> dict[str, list[str]]:
+    by_uid = {p.uid: p.key for p in view.pods.values()}
+    return {
+        node: [by_uid[v["UID"]] for v in meta["Pods"]] for node, meta in answer["NodeNameToMetaVictims"].items()
+    }
+
+
+@pytest.mark.parametrize(
+    "policy, expected",
+    [
+        # Kubernetes rules: checkout-0 (shop, priority 10000) takes the cheapest victim on
+        # node-a, a batch report.
+        pytest.param(None, {"node-a": ["batch/report-1"]}, id="without-policy"),
+        # Example policy: shop uses 3 cpus against its 2 guaranteed, so it is not below its
+        # share and may only take its own lower-priority pods: a web replica (its PDB allows 1).
+        pytest.param("policy.yaml", {"node-a": ["shop/web-7d4b9c-a1"]}, id="shop-over-its-share-takes-its-own"),
+    ],
+)
+def test_preempt_follows_the_policy(policy, expected):
+    view = snapshot.load(EXAMPLES / "cluster.yaml")
+    rules = policy_file.load(EXAMPLES / policy) if policy else None
+    client = create_app(Settings(), cluster=StaticCluster(view), rules=rules).test_client()
+    response = client.post("/preempt", data=(EXAMPLES / "requests" / "preempt.json").read_bytes())
+    assert response.status_code == 200
+    assert victims(response.get_json(), view) == expected
+
+
+def test_check_policy_reports_each_queue_against_the_snapshot(capsys):
+    assert main(["check-policy", str(EXAMPLES / "policy.yaml"), "--snapshot", str(EXAMPLES / "cluster.yaml")]) == 0
+    out = capsys.readouterr().out
+    blocks = {b.strip().splitlines()[0].strip(): b for b in out.split("\n\n")}
+    shop = blocks["queue shop (in products)"]
+    # shop: 3 web replicas of 1 cpu / 2Gi each, guaranteed cpu=2 memory=4Gi.
+    assert "usage     cpu=3 memory=6Gi pods=3" in shop
+    assert "may preempt other queues: no, not below its share" in shop
+    assert "may lose pods to other queues: yes, above its share by cpu=1 memory=2Gi" in shop
+    training = blocks["queue training (in research)"]
+    # training: trainer-0 (nominated, counted) uses 3 of its 4 guaranteed cpus.
+    assert "may preempt other queues: yes, below its share of cpu" in training
+    assert "may lose pods to other queues: no, preemption disabled on analytics" in blocks["queue analytics (in products)"]
+
+
+def test_check_policy_without_a_cluster_only_validates(capsys):
+    assert main(["check-policy", str(EXAMPLES / "policy.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("policy valid: 7 queue(s)") and "usage     " not in out
+
+
+@pytest.mark.parametrize("command", ["check-policy", "serve"])
+def test_a_bad_policy_stops_the_command_naming_the_key(tmp_path, capsys, command):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(json.dumps({"queues": [{"name": "a", "weight": -1}]}))
+    argv = ["check-policy", str(bad)] if command == "check-policy" else [
+        "serve", "--snapshot", str(EXAMPLES / "cluster.yaml"), "--policy", str(bad)
+    ]
+    assert main(argv) == 2
+    assert f"reprieve: policy {bad}: queues[0] (a).weight: Input should be greater than or equal to 1" in capsys.readouterr().err

@@ -1,0 +1,78 @@
+"""The --policy file: the documented example loads, and each mistake names its key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from extender import policy_file
+from extender.errors import ConfigError
+from policy.tenancy import OptOut, Preemption
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_example_policy_loads_as_documented():
+    rules = policy_file.load(ROOT / "examples" / "policy.yaml")
+    assert [q.name for q in rules.queues] == ["products", "shop", "analytics", "research", "training", "batch"]
+    training = rules.queue("training")
+    assert training.parent == "research" and training.weight == 3 and training.delay == 10.0
+    assert training.guaranteed == {"cpu": 4000, "example.com/gpu": 1}
+    assert rules.queue("products").preemption is Preemption.FENCE
+    assert rules.queue("analytics").preemption is Preemption.DISABLED
+    assert rules.opt_out is OptOut.SOFT and rules.delay == 30.0
+    assert rules.application_label == "app.kubernetes.io/instance" and rules.application_owner
+
+
+def test_the_docs_reference_example_is_the_example_file():
+    # docs/policy.md embeds examples/policy.yaml verbatim, so the reference cannot drift.
+    assert (ROOT / "examples" / "policy.yaml").read_text().strip() in (ROOT / "docs" / "policy.md").read_text()
+
+
+def test_an_empty_file_means_defaults():
+    rules = policy_file.parse({})
+    assert rules.queues == () and rules.protected_namespaces == {"kube-system"} and rules.delay == 0
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        pytest.param("queues: [{name: a, wieght: 2}]", "queues[0] (a).wieght: Extra inputs are not permitted", id="typo"),
+        pytest.param("queues: [{name: a, weight: 0}]", "queues[0] (a).weight: Input should be greater than or equal to 1", id="weight"),
+        pytest.param("queues: [{name: a, guaranteed: {cpu: lots}}]", "queues[0] (a).guaranteed.cpu: 'lots' is not a quantity", id="quantity"),
+        pytest.param("queues: [{name: a, guaranteed: {cpu: '-1'}}]", "queues[0] (a).guaranteed.cpu: must not be negative", id="negative"),
+        pytest.param("queues: [{name: a, preemption: fenced}]", "queues[0] (a).preemption: Input should be 'default', 'fence' or 'disabled'", id="policy"),
+        pytest.param("queues: [{name: a, parent: b}]", "queues[0] (a).parent: no queue is named b", id="parent"),
+        pytest.param("queues: [{name: a, parent: b}, {name: b, parent: a}]", "the hierarchy loops: a -> b -> a", id="loop"),
+        pytest.param("queues: [{name: a}, {name: a}]", "queues[1] (a).name: queue a is defined twice", id="duplicate"),
+        pytest.param("queues: [{name: p, namespaces: [x]}, {name: c, parent: p}]", "queues[0] (p): a queue with child queues holds no pods", id="parent-with-pods"),
+        pytest.param("queues: [{name: p, delay: 5s}, {name: c, parent: p}]", "queues[0] (p).delay: only a leaf queue", id="parent-delay"),
+        pytest.param("queues: [{name: a, selector: {}}]", "queues[0] (a).selector: an empty selector matches nothing", id="empty-selector"),
+        pytest.param("queues: [{name: a, delay: soon}]", "queues[0] (a).delay: 'soon' is not a duration", id="delay"),
+        pytest.param("preemptionDelay: 3 days", "preemptionDelay: '3 days' is not a duration", id="global-delay"),
+        pytest.param("optOut: {mode: sometimes}", "optOut.mode: Input should be 'soft' or 'hard'", id="opt-out-mode"),
+        pytest.param("queues: [{name: p}, {name: c, parent: p}]\ndefaultQueue: p", "defaultQueue: p has child queues", id="default-not-leaf"),
+        pytest.param("- just a list", "expected a mapping at the top", id="not-a-mapping"),
+    ],
+)
+def test_mistakes_name_the_key(text, message):
+    with pytest.raises(ConfigError) as caught:
+        policy_file.parse(yaml.safe_load(text), source="p.yaml")
+    assert message in str(caught.value)
+    assert str(caught.value).startswith("policy p.yaml: ")
+
+
+@pytest.mark.parametrize("text, seconds", [("30s", 30), ("1m30s", 90), ("500ms", 0.5), ("0s", 0), ("1h", 3600)])
+def test_durations(text, seconds):
+    assert policy_file.parse_duration(text) == seconds
+
+
+def test_unreadable_and_non_yaml_files(tmp_path):
+    with pytest.raises(ConfigError, match="No such file"):
+        policy_file.load(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("queues: [unclosed")
+    with pytest.raises(ConfigError, match="not YAML"):
+        policy_file.load(bad)
