@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -59,6 +59,7 @@ def decide(
     proposals: Mapping[str, Proposal],
     rules: Rules | None = None,
     standing: Standing | None = None,
+    in_flight: Sequence[tenancy.InFlight] = (),
     now: float | None = None,
 ) -> PreemptDecision:
     """Re-derive victims on each candidate node, drop hopeless nodes, offer the cheapest.
@@ -72,13 +73,18 @@ def decide(
     With ``rules`` (policy.tenancy), victims are chosen only among the pods the rules allow,
     and a preemptor still inside its preemption delay (measured against ``now``, seconds
     since the epoch) may not preempt yet. ``standing`` is ``tenancy.assess(rules, view)``,
-    passed in when the caller keeps it for many decisions over the same view.
+    passed in when the caller keeps it for many decisions over the same view; ``in_flight``
+    are earlier answers the view may not show yet (see tenancy.with_in_flight). With rules,
+    only one node is offered even when several tie, so that the caller knows exactly which
+    victims are in flight.
     """
     refusal, why = _ineligible(view, preemptor)
     screen = None
     if rules is not None and refusal is Refusal.NONE:
         if standing is None or preemptor.uid not in standing.membership:
             standing = tenancy.assess(rules, view, pending=(preemptor,))
+        others = [f for f in in_flight if f.preemptor.uid != preemptor.uid]
+        standing = tenancy.with_in_flight(standing, view, others)
         wait = tenancy.delay_left(rules=rules, standing=standing, preemptor=preemptor, now=now)
         if wait > 0:
             refusal, why = Refusal.DELAY, f"pending for less than its preemption delay: {wait:.0f}s to go"
@@ -93,6 +99,9 @@ def decide(
     costs = {n: o.cost for n, o in outcomes.items() if o.cost is not None}
     chosen = ranking.best(costs)
     reasons = []
+    if rules is not None and len(chosen) > 1:
+        reasons.append(f"{', '.join(chosen)} tie; with a policy only {chosen[0]} is offered (victims in flight stay known)")
+        chosen = chosen[:1]
     if chosen:
         winner = costs[chosen[0]]
         reasons.append(f"chose {', '.join(chosen)}: {winner.describe()}")
@@ -101,7 +110,7 @@ def decide(
                 outcomes[name] = dataclasses.replace(
                     outcomes[name],
                     verdict=Verdict.OUTRANKED,
-                    reasons=(*outcomes[name].reasons, f"not chosen: {c.versus(winner)} on {chosen[0]}"),
+                    reasons=(*outcomes[name].reasons, _not_chosen(c, winner, chosen[0])),
                 )
     answer: dict[str, Proposal] = {}
     for name, outcome in outcomes.items():
@@ -112,6 +121,12 @@ def decide(
     if not answer:
         reasons.append("no candidate node can make room for the pod")
     return PreemptDecision(answer=answer, outcomes=tuple(outcomes.values()), reasons=tuple(reasons))
+
+
+def _not_chosen(cost: ranking.Cost, winner: ranking.Cost, chosen: str) -> str:
+    if cost.key == winner.key:
+        return f"not chosen: ties with {chosen}, which is offered alone"
+    return f"not chosen: {cost.versus(winner)} on {chosen}"
 
 
 def _ineligible(view: ClusterView, preemptor: Pod) -> tuple[Refusal, str]:

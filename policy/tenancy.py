@@ -224,6 +224,41 @@ def water_fill(capacity: Vector, claims: Sequence[tuple[str, int, Vector]]) -> d
     return result
 
 
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """A preemption reprieve answered that its view may not show yet: the preemptor about to
+    be nominated, its victims about to be deleted (YuniKorn's "preempting" resources)."""
+
+    preemptor: Pod
+    victims: tuple[Pod, ...]
+
+
+def with_in_flight(standing: Standing, view: ClusterView, in_flight: Iterable[InFlight]) -> Standing:
+    """The standing as it will be once the view shows these preemptions: each preemptor counts
+    in its queue's usage until the view has it nominated or bound, and each victim stops
+    counting until the view has it terminating or gone."""
+    rules = standing.rules
+    delta: dict[str, dict[str, int]] = defaultdict(dict)
+    for flight in in_flight:
+        seen = view.pods.get(flight.preemptor.uid)
+        if seen is None or not (seen.node_name or seen.nominated_node_name):
+            for queue in rules.lineage(standing.membership.get(flight.preemptor.uid) or rules.queue_of(flight.preemptor)):
+                _accumulate(delta[queue], flight.preemptor.requests)
+        for victim in flight.victims:
+            seen = view.pods.get(victim.uid)
+            if seen is not None and not seen.terminating:
+                for queue in rules.lineage(standing.membership.get(victim.uid) or rules.queue_of(victim)):
+                    _accumulate(delta[queue], {r: -v for r, v in victim.requests.items()})
+    if not delta:
+        return standing
+    queues = dict(standing.queues)
+    for name, change in delta.items():
+        if name in queues:
+            s = queues[name]
+            queues[name] = QueueStanding(name, resources.add(s.usage, change), s.demand, s.deserved, s.share)
+    return Standing(rules, queues, standing.membership)
+
+
 class Judgement(str, Enum):
     ELIGIBLE = "eligible"
     LAST_RESORT = "last resort"

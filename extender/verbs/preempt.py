@@ -25,8 +25,12 @@ def handle(body: bytes, ctx: Context) -> bytes:
         proposals=proposals,
         rules=policy.rules if policy else None,
         standing=policy.of(ctx.view) if policy else None,
+        in_flight=policy.in_flight(ctx.view) if policy else (),
         now=time.time(),
     )
+    if policy and decision.answer:
+        chosen = next(o for o in decision.outcomes if o.verdict is Verdict.CHOSEN or o.node in decision.answer)
+        policy.record(preemptor, chosen.victims)
 
     m = ctx.metrics
     for outcome in decision.outcomes:

@@ -1,0 +1,80 @@
+"""Answers in flight: the next decision counts them before the view shows them."""
+
+from __future__ import annotations
+
+from extender.standings import IN_FLIGHT_SECONDS, Standings
+from policy.causes import Cause
+from policy.preempt import Proposal, decide
+from policy.tenancy import Queue, Rules
+from tests.builders import node, pod, view
+
+RULES = Rules(
+    queues=(
+        Queue("prod", namespaces=frozenset({"prod"}), guaranteed={"cpu": 4000}),
+        Queue("test", namespaces=frozenset({"test"}), guaranteed={"cpu": 2000}),
+    )
+)
+
+
+def scene():
+    # Seed 002, flow 1: a 6-cpu node, prod runs 3 (of 4 guaranteed), test runs 3 (of 2), all
+    # 1-cpu pods. Two prod pods are pending, each needing 1 cpu.
+    running = [
+        *(pod(f"p{i}", ns="prod", node="n1", cpu=1, priority=100) for i in range(3)),
+        *(pod(f"t{i}", ns="test", node="n1", cpu=1, priority=10, start=i) for i in range(3)),
+    ]
+    pending = [pod(f"p{i}", ns="prod", cpu=1, priority=100) for i in (3, 4)]
+    return view([node("n1", cpu=6)], [*running, *pending]), pending
+
+
+def ask(standings, v, preemptor):
+    test_pods = tuple(p.uid for p in v.nodes["n1"].pods if p.namespace == "test")
+    decision = decide(
+        view=v,
+        preemptor=preemptor,
+        proposals={"n1": Proposal(test_pods[-1:], 0)},
+        rules=standings.rules,
+        standing=standings.of(v),
+        in_flight=standings.in_flight(v),
+    )
+    if decision.answer:
+        standings.record(preemptor, decision.outcomes[0].victims)
+    return decision
+
+
+def test_the_second_pod_sees_the_first_preemption_before_the_view_does():
+    v, (first, second) = scene()
+    standings = Standings(RULES)
+    assert [p.key for p in ask(standings, v, first).outcomes[0].victims] == ["test/t2"]
+    # Same view (the nomination and the deletion are not visible yet): prod now counts 4 of 4.
+    again = ask(standings, v, second)
+    assert again.answer == {}
+    assert again.outcomes[0].cause is Cause.PROTECTED
+    assert "queue prod is not below its share" in again.outcomes[0].reasons[0]
+
+
+def test_without_the_record_the_second_pod_would_preempt_too():
+    v, (first, second) = scene()
+    assert ask(Standings(RULES), v, first).answer
+    assert ask(Standings(RULES), v, second).answer  # a fresh memory: the race the record closes
+
+
+def test_records_expire_and_clear_once_the_view_shows_them():
+    now = [0.0]
+    v, (first, second) = scene()
+    standings = Standings(RULES, clock=lambda: now[0])
+    ask(standings, v, first)
+    assert len(standings.in_flight(v)) == 1
+    # A view where the first pod is nominated and its victim terminating: the record is done.
+    shown = view(
+        [node("n1", cpu=6)],
+        [
+            *(p for p in v.pods.values() if p.name not in ("t2", "p3")),
+            pod("t2", ns="test", node="n1", cpu=1, priority=10, start=2, terminating=True),
+            pod("p3", ns="prod", cpu=1, priority=100, nominated="n1"),
+        ],
+    )
+    assert standings.in_flight(shown) == ()
+    ask(standings, v, first)
+    now[0] += IN_FLIGHT_SECONDS + 1
+    assert standings.in_flight(v) == ()
