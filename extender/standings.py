@@ -49,9 +49,9 @@ class Standings:
                     del self._in_flight[uid]
             return tuple(flight for _, flight in self._in_flight.values())
 
-    def record(self, preemptor: Pod, victims: tuple[Pod, ...]) -> None:
+    def record(self, preemptor: Pod, node: str, victims: tuple[Pod, ...]) -> None:
         with self._lock:
-            self._in_flight[preemptor.uid] = (self._clock(), tenancy.InFlight(preemptor, victims))
+            self._in_flight[preemptor.uid] = (self._clock(), tenancy.InFlight(preemptor, node, victims))
 
 
 def _shown(view: ClusterView, flight: tenancy.InFlight) -> bool:

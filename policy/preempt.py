@@ -83,8 +83,8 @@ def decide(
     if rules is not None and refusal is Refusal.NONE:
         if standing is None or preemptor.uid not in standing.membership:
             standing = tenancy.assess(rules, view, pending=(preemptor,))
-        others = [f for f in in_flight if f.preemptor.uid != preemptor.uid]
-        standing = tenancy.with_in_flight(standing, view, others)
+        in_flight = [f for f in in_flight if f.preemptor.uid != preemptor.uid]
+        standing = tenancy.with_in_flight(standing, view, in_flight)
         wait = tenancy.delay_left(rules=rules, standing=standing, preemptor=preemptor, now=now)
         if wait > 0:
             refusal, why = Refusal.DELAY, f"pending for less than its preemption delay: {wait:.0f}s to go"
@@ -94,7 +94,7 @@ def decide(
 
     outcomes: dict[str, NodeOutcome] = {}
     for name in sorted(proposals):
-        outcomes[name] = _evaluate(view, preemptor, name, proposals[name], screen)
+        outcomes[name] = _evaluate(view, preemptor, name, proposals[name], screen, in_flight)
 
     costs = {n: o.cost for n, o in outcomes.items() if o.cost is not None}
     chosen = ranking.best(costs)
@@ -144,7 +144,12 @@ def _ineligible(view: ClusterView, preemptor: Pod) -> tuple[Refusal, str]:
 
 
 def _evaluate(
-    view: ClusterView, preemptor: Pod, name: str, proposal: Proposal, screen: tenancy.Screen | None
+    view: ClusterView,
+    preemptor: Pod,
+    name: str,
+    proposal: Proposal,
+    screen: tenancy.Screen | None,
+    in_flight: Sequence[tenancy.InFlight] = (),
 ) -> NodeOutcome:
     node = view.nodes.get(name)
     if node is None:
@@ -166,6 +171,7 @@ def _evaluate(
         return _keep_scheduler_victims(name, proposed, budgets, screen, Cause.UNMODELLED, unmodelled)
 
     reservations = view.reservations(name, pod=preemptor)
+    node, reservations = _as_it_will_be(view, node, reservations, preemptor, in_flight)
     selection = select_victims(
         node=node, preemptor=preemptor, reservations=reservations, budgets_of=budgets, screen=screen
     )
@@ -184,6 +190,32 @@ def _evaluate(
         cost=ranking.cost(selection.victims, selection.violations, selection.opted_out),
         reasons=selection.reasons,
     )
+
+
+def _as_it_will_be(
+    view: ClusterView,
+    node: NodeInfo,
+    reservations: tuple[Pod, ...],
+    preemptor: Pod,
+    in_flight: Sequence[tenancy.InFlight],
+) -> tuple[NodeInfo, tuple[Pod, ...]]:
+    """The node once earlier answers take effect: their victims gone, their preemptors
+    nominated here (holding room against pods of lower or equal priority). The scheduler's
+    own proposals may not show them yet either (it deletes victims asynchronously)."""
+    mine = [f for f in in_flight if f.node == node.name]
+    if not mine:
+        return node, reservations
+    leaving = {v.uid for f in mine for v in f.victims}
+    pods = [p for p in node.pods if p.uid not in leaving or p.terminating]
+    held = {p.uid for p in reservations}
+    for flight in mine:
+        seen = view.pods.get(flight.preemptor.uid) or flight.preemptor
+        if seen.node_name is None and seen.nominated_node_name is None and flight.preemptor.uid not in held:
+            if flight.preemptor.priority >= preemptor.priority:
+                reservations = (*reservations, flight.preemptor)
+    if len(pods) != len(node.pods):
+        node = NodeInfo.build(node.node, pods)
+    return node, reservations
 
 
 def _unmodelled(preemptor: Pod, node: NodeInfo) -> str:

@@ -230,6 +230,7 @@ class InFlight:
     be nominated, its victims about to be deleted (YuniKorn's "preempting" resources)."""
 
     preemptor: Pod
+    node: str
     victims: tuple[Pod, ...]
 
 

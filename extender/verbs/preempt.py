@@ -30,7 +30,7 @@ def handle(body: bytes, ctx: Context) -> bytes:
     )
     if policy and decision.answer:
         chosen = next(o for o in decision.outcomes if o.verdict is Verdict.CHOSEN or o.node in decision.answer)
-        policy.record(preemptor, chosen.victims)
+        policy.record(preemptor, chosen.node, chosen.victims)
 
     m = ctx.metrics
     for outcome in decision.outcomes:

@@ -76,9 +76,41 @@ class Scenario:
                 raise
         return name
 
-    def pod(
+    def pod(self, name: str, *, labels: dict | None = None, **spec) -> dict:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": self.ns, "labels": labels or {"app": name}},
+            "spec": self.pod_spec(**spec),
+        }
+        # The Priority admission plugin may not have seen a brand-new PriorityClass yet.
+        return self._saw("pods", wait_for(f"pod {name} admitted", lambda: self._try_create(body), timeout=15))
+
+    def replicaset(self, name: str, *, replicas: int, labels: dict, **spec) -> None:
+        """A ReplicaSet whose pods carry ``labels`` (its selector) and ``spec`` (see pod_spec)."""
+        self.priority_class(spec.get("priority", 0))
+        self.kube.create(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "ReplicaSet",
+                "metadata": {"name": name, "namespace": self.ns},
+                "spec": {
+                    "replicas": replicas,
+                    "selector": {"matchLabels": labels},
+                    "template": {"metadata": {"labels": labels}, "spec": self.pod_spec(**spec)},
+                },
+            }
+        )
+
+    def scale(self, name: str, replicas: int) -> None:
+        self.kube.patch("ReplicaSet", name, self.ns, {"spec": {"replicas": replicas}})
+
+    def pods_with(self, labels: dict) -> list[dict]:
+        selector = ",".join(f"{k}={v}" for k, v in labels.items())
+        return self.kube.list("Pod", self.ns, labelSelector=selector)
+
+    def pod_spec(
         self,
-        name: str,
         *,
         cpu: str | None = None,
         memory: str = "100Mi",
@@ -88,7 +120,6 @@ class Scenario:
         node: str | None = None,
         grace: int = 1,
         scheduler: str = REPRIEVE,
-        labels: dict | None = None,
         never: bool = False,
     ) -> dict:
         if qos == "besteffort":
@@ -107,9 +138,7 @@ class Scenario:
         }
         if node:
             spec["nodeName"] = node
-        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": self.ns, "labels": labels or {"app": name}}, "spec": spec}
-        # The Priority admission plugin may not have seen a brand-new PriorityClass yet.
-        return self._saw("pods", wait_for(f"pod {name} admitted", lambda: self._try_create(body), timeout=15))
+        return spec
 
     def _try_create(self, body: dict) -> dict | None:
         try:
@@ -196,6 +225,8 @@ class Scenario:
     # --------------------------------------------------------------- teardown
 
     def cleanup(self) -> None:
+        for rs in self.kube.list("ReplicaSet", self.ns):
+            self.kube.delete("ReplicaSet", rs["metadata"]["name"], self.ns, grace=0)
         for pod in self.kube.list("Pod", self.ns):
             self.kube.delete("Pod", pod["metadata"]["name"], self.ns, grace=0)
         for node in self.nodes:

@@ -28,7 +28,7 @@ def scene():
 
 
 def ask(standings, v, preemptor):
-    test_pods = tuple(p.uid for p in v.nodes["n1"].pods if p.namespace == "test")
+    test_pods = tuple(p.uid for p in v.nodes["n1"].pods if p.priority == 10)
     decision = decide(
         view=v,
         preemptor=preemptor,
@@ -38,7 +38,7 @@ def ask(standings, v, preemptor):
         in_flight=standings.in_flight(v),
     )
     if decision.answer:
-        standings.record(preemptor, decision.outcomes[0].victims)
+        standings.record(preemptor, "n1", decision.outcomes[0].victims)
     return decision
 
 
@@ -78,3 +78,20 @@ def test_records_expire_and_clear_once_the_view_shows_them():
     ask(standings, v, first)
     now[0] += IN_FLIGHT_SECONDS + 1
     assert standings.in_flight(v) == ()
+
+
+def test_victims_in_flight_are_not_named_twice_and_their_room_stays_held():
+    # No policy shares here (queues without guarantees): only the node accounting matters.
+    # n1 (6 cpu) runs six 1-cpu pods of priority 10; two pending pods of priority 100 ask in a
+    # row, and the scheduler proposes the same youngest victim for both (it has not deleted it
+    # yet). The second answer must name another pod: the first victim's room is the first
+    # preemptor's.
+    rules = Rules()
+    running = [pod(f"t{i}", node="n1", cpu=1, priority=10, start=i) for i in range(6)]
+    first, second = (pod(f"p{i}", cpu=1, priority=100) for i in (1, 2))
+    v = view([node("n1", cpu=6)], [*running, first, second])
+    standings = Standings(rules)
+    one = ask(standings, v, first)
+    two = ask(standings, v, second)
+    assert [p.name for p in one.outcomes[0].victims] == ["t5"]
+    assert [p.name for p in two.outcomes[0].victims] == ["t4"]

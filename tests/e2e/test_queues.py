@@ -1,0 +1,136 @@
+"""Queue rules through the real kube-scheduler: seed 002's ReplicaSet flows reach a stable
+state with no preemption ping-pong, and a fenced tenant takes no victims outside its fence.
+
+Kubernetes priority stays on top: kube-scheduler only offers nodes whose victims have a
+strictly lower priority, so Prod's pods outrank Test's (100 > 10). At equal priority neither
+reprieve nor stock preemption would evict anything (docs/policy.md). Deletions are counted
+as distinct pod UIDs over a bounded window; stock preemption runs the same flows side by side.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.client import wait_for
+from tests.e2e.scenario import REPRIEVE, STOCK
+
+POLICY = Path(__file__).with_name("queues-policy.yaml")
+PROD = {"e2e/queue": "prod", "app": "prod"}
+TEST = {"e2e/queue": "test", "app": "test"}
+WINDOW = 20  # seconds the flow is watched after Prod scales up
+
+
+@pytest.fixture(scope="module", autouse=True)
+def queue_policy(plane):
+    """reprieve restarted with the queue policy for this module, then as it was."""
+    original = plane.reprieve_args
+    plane.stop_process("reprieve")
+    plane.reprieve_args = (*original, "--policy", str(POLICY))
+    plane.start_reprieve()
+    yield
+    plane.stop_process("reprieve")
+    plane.reprieve_args = original
+    plane.start_reprieve()
+
+
+def running(scenario, labels) -> list[dict]:
+    return [p for p in scenario.pods_with(labels) if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")]
+
+
+def settle(scenario, *, test_replicas: int, prod_replicas: int, scheduler: str, n1: str) -> None:
+    """Test's ReplicaSet first, then Prod's, all running on n1 (which they fill)."""
+    spec = {"memory": "100Mi", "grace": 1, "scheduler": scheduler}
+    scenario.replicaset("test", replicas=test_replicas, labels=TEST, priority=10, **spec, **scenario.test_size)
+    wait_for("Test running", lambda: len(running(scenario, TEST)) == test_replicas)
+    scenario.replicaset("prod", replicas=prod_replicas, labels=PROD, priority=100, cpu="1", **spec)
+    wait_for("Prod running", lambda: len(running(scenario, PROD)) == prod_replicas)
+    for pod in scenario.pods_with(TEST) + scenario.pods_with(PROD):
+        scenario._saw("pods", pod)
+    scenario.synced()
+
+
+def watch(scenario, seconds: float) -> dict[str, int]:
+    """Distinct pod UIDs per queue seen over ``seconds``, and the time of the last new one."""
+    seen: dict[str, set[str]] = {"prod": set(), "test": set()}
+    last_new = time.monotonic()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for queue, labels in (("prod", PROD), ("test", TEST)):
+            for pod in scenario.pods_with(labels):
+                if pod["metadata"]["uid"] not in seen[queue]:
+                    seen[queue].add(pod["metadata"]["uid"])
+                    last_new = time.monotonic()
+        time.sleep(0.2)
+    return {"prod": len(seen["prod"]), "test": len(seen["test"]), "quiet": deadline - last_new}
+
+
+def flow(scenario, *, scheduler, test_replicas, test_cpu, prod_replicas, prod_target):
+    n1 = scenario.node("n1", cpu="6")
+    scenario.test_size = {"cpu": test_cpu}
+    settle(scenario, test_replicas=test_replicas, prod_replicas=prod_replicas, scheduler=scheduler, n1=n1)
+    scenario.scale("prod", prod_target)
+    seen = watch(scenario, WINDOW)
+    deleted = seen["test"] - test_replicas  # every Test pod beyond the replicas replaced a deleted one
+    return deleted, seen, len(running(scenario, PROD)), len(running(scenario, TEST))
+
+
+@pytest.mark.parametrize(
+    "scheduler, expected_deleted",
+    [
+        # Prod (3 of 4 guaranteed) takes one Test pod (3 -> 2, still at its guarantee). Then
+        # Prod is at its guarantee: its last pending pod waits; Test's replacement cannot
+        # preempt Prod. Stable after one deletion.
+        pytest.param(REPRIEVE, 1, id="reprieve"),
+        # Stock preemption evicts a Test pod for each pending Prod pod.
+        pytest.param(STOCK, 2, id="stock"),
+    ],
+)
+def test_flow_1_prod_stops_at_its_guarantee(scenario, scheduler, expected_deleted):
+    deleted, seen, prod, test = flow(scenario, scheduler=scheduler, test_replicas=3, test_cpu="1", prod_replicas=3, prod_target=5)
+    assert deleted == expected_deleted, seen
+    assert (prod, test) == (3 + expected_deleted, 3 - expected_deleted)
+    assert seen["quiet"] > WINDOW / 2, f"pods were still being replaced near the end: {seen}"
+
+
+@pytest.mark.parametrize("scheduler, expected_deleted", [pytest.param(REPRIEVE, 0, id="reprieve"), pytest.param(STOCK, 1, id="stock")])
+def test_flow_2_test_would_fall_below_its_guarantee(scenario, scheduler, expected_deleted):
+    # Test runs two 1.5-cpu pods (3 of 2 guaranteed): losing one leaves 1.5 < 2, so reprieve
+    # takes none and Prod's fourth pod stays pending.
+    deleted, seen, prod, test = flow(scenario, scheduler=scheduler, test_replicas=2, test_cpu="1500m", prod_replicas=3, prod_target=4)
+    assert deleted == expected_deleted, seen
+    assert prod == 3 + expected_deleted
+    assert seen["quiet"] > WINDOW / 2, seen
+
+
+@pytest.mark.parametrize("scheduler, expected_deleted", [pytest.param(REPRIEVE, 3, id="reprieve"), pytest.param(STOCK, 5, id="stock")])
+def test_flow_3_prod_preempts_again_while_below_its_guarantee(scenario, scheduler, expected_deleted):
+    # Prod runs 1 of its 4 guaranteed; Test runs 5 (guaranteed 2). Prod scales to 6: while it
+    # is below its guarantee it preempts again, one Test pod per Prod pod, and stops at 4
+    # (Test at 2). Stock preemption takes all five.
+    deleted, seen, prod, test = flow(scenario, scheduler=scheduler, test_replicas=5, test_cpu="1", prod_replicas=1, prod_target=6)
+    assert deleted == expected_deleted, seen
+    assert (prod, test) == (1 + expected_deleted, 5 - expected_deleted)
+    assert seen["quiet"] > WINDOW / 4, seen
+
+
+def test_fenced_tenant_takes_no_victims_outside_its_fence(scenario):
+    # n1 runs a pod of queue 'outside' (priority 10), n2 a pod of queue 'inside' (priority 50,
+    # inside tenant-a's fence). Ranking alone prefers n1 (lower victim priority); the fence
+    # leaves only n2.
+    n1, n2 = scenario.node("n1", cpu="4"), scenario.node("n2", cpu="4")
+    scenario.pod("outsider", cpu="4", priority=10, node=n1, labels={"e2e/queue": "outside"})
+    scenario.pod("insider", cpu="4", priority=50, node=n2, labels={"e2e/queue": "inside"})
+    scenario.running_all("outsider", "insider")
+    scenario.synced()
+    scenario.pod("tenant-pod", cpu="4", priority=100, labels={"e2e/queue": "fenced"})
+    assert scenario.running("tenant-pod") == n2
+    assert scenario.get("insider") is None
+    # fenced is still below its guarantee (4 of 8), but the only lower-priority pod left is
+    # outside the fence: the next tenant pod waits and the outsider stays.
+    scenario.pod("tenant-pod-2", cpu="4", priority=100, labels={"e2e/queue": "fenced"})
+    scenario.pending_for("tenant-pod-2", 5)
+    assert not scenario.terminating("outsider")
+    assert "outside the fence of queue tenant-a" in scenario.plane.log("reprieve")
