@@ -81,8 +81,10 @@ def decide(
     refusal, why = _ineligible(view, preemptor)
     screen = None
     if rules is not None and refusal is Refusal.NONE:
-        if standing is None or preemptor.uid not in standing.membership:
+        if standing is None:
             standing = tenancy.assess(rules, view, pending=(preemptor,))
+        elif preemptor.uid not in standing.membership:
+            standing = tenancy.with_pending(standing, (preemptor,))
         in_flight = [f for f in in_flight if f.preemptor.uid != preemptor.uid]
         standing = tenancy.with_in_flight(standing, view, in_flight)
         wait = tenancy.delay_left(rules=rules, standing=standing, preemptor=preemptor, now=now)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from fractions import Fraction
 
@@ -79,23 +79,34 @@ class Rules:
     application_label: str | None = None
     application_owner: bool = False
     delay: float = 0.0
+    # Indexes, derived once: decisions ask for a queue's record and ancestors per victim.
+    _by_name: Mapping[str, Queue] = field(init=False, repr=False, compare=False)
+    _lineages: Mapping[str, tuple[str, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_name = {q.name: q for q in self.queues}
+        by_name.setdefault(self.default_queue, Queue(self.default_queue))
+        lineages = {}
+        for name in by_name:
+            chain = [name]
+            while (up := by_name[chain[-1]].parent) is not None and up not in chain:
+                chain.append(up)
+            lineages[name] = tuple(chain)
+        object.__setattr__(self, "_by_name", by_name)
+        object.__setattr__(self, "_lineages", lineages)
 
     def queue_names(self) -> tuple[str, ...]:
-        names = tuple(q.name for q in self.queues)
-        return names if self.default_queue in names else (*names, self.default_queue)
+        return tuple(self._by_name)
 
     def parent(self, name: str) -> str | None:
-        return next((q.parent for q in self.queues if q.name == name), None)
+        return self.queue(name).parent
 
     def lineage(self, name: str) -> tuple[str, ...]:
         """The queue and its ancestors, nearest first."""
-        chain = [name]
-        while (up := self.parent(chain[-1])) is not None:
-            chain.append(up)
-        return tuple(chain)
+        return self._lineages.get(name) or (name,)
 
     def queue(self, name: str) -> Queue:
-        return next((q for q in self.queues if q.name == name), Queue(name))
+        return self._by_name.get(name) or Queue(name)
 
     def queue_of(self, pod: Pod) -> str:
         return next((q.name for q in self.queues if q.matches(pod)), self.default_queue)
@@ -138,6 +149,8 @@ class Standing:
     rules: Rules
     queues: Mapping[str, QueueStanding]
     membership: Mapping[str, str]  # pod UID -> queue, for every pod of the view
+    # The tallies the shares were computed from, per queue (own pods only), and the capacity.
+    tally: tuple[Mapping[str, Vector], Mapping[str, Vector], Vector] = field(repr=False, compare=False, default=({}, {}, {}))
 
 
 def assess(rules: Rules, view: ClusterView, *, pending: Iterable[Pod] = ()) -> Standing:
@@ -148,17 +161,46 @@ def assess(rules: Rules, view: ClusterView, *, pending: Iterable[Pod] = ()) -> S
     waiting: dict[str, dict[str, int]] = defaultdict(dict)
     memo: dict[tuple, str] = {}
     by_labels = any(q.selector is not None for q in rules.queues)
-    for pod in (*view.pods.values(), *(p for p in pending if p.uid not in view.pods)):
-        key = (pod.namespace, tuple(sorted(pod.labels.items()))) if by_labels else (pod.namespace,)
+    for pod in view.pods.values():
+        # Label maps are shared between the view's pods (extender.translate), and the view
+        # keeps them alive for this loop: their identity is a safe, cheap memo key.
+        key = (pod.namespace, id(pod.labels)) if by_labels else (pod.namespace,)
         queue = memo.get(key)
         if queue is None:
             queue = memo[key] = rules.queue_of(pod)
         membership[pod.uid] = queue
         if pod.terminating:
             continue  # already leaving: its room is not the queue's any more
-        target = usage if (pod.node_name or pod.nominated_node_name) else waiting
-        _accumulate(target[queue], pod.requests)
+        _accumulate((usage if (pod.node_name or pod.nominated_node_name) else waiting)[queue], pod.requests)
+    capacity = resources.add(*(info.node.allocatable for info in view.nodes.values()))
+    standing = _shares(rules, membership, usage, waiting, capacity)
+    return with_pending(standing, [p for p in pending if p.uid not in view.pods])
 
+
+def with_pending(standing: Standing, pods: Iterable[Pod]) -> Standing:
+    """The standing with ``pods`` (not in its view) added as pending demand."""
+    pods = list(pods)
+    if not pods:
+        return standing
+    rules = standing.rules
+    usage, waiting, capacity = standing.tally
+    membership = dict(standing.membership)
+    usage = {q: dict(v) for q, v in usage.items()}
+    waiting = {q: dict(v) for q, v in waiting.items()}
+    for pod in pods:
+        queue = membership[pod.uid] = rules.queue_of(pod)
+        table = usage if (pod.node_name or pod.nominated_node_name) else waiting
+        _accumulate(table.setdefault(queue, {}), pod.requests)
+    return _shares(rules, membership, usage, waiting, capacity)
+
+
+def _shares(
+    rules: Rules,
+    membership: Mapping[str, str],
+    usage: Mapping[str, Vector],
+    waiting: Mapping[str, Vector],
+    capacity: Vector,
+) -> Standing:
     names = rules.queue_names()
     children: dict[str | None, list[str]] = defaultdict(list)
     for name in names:
@@ -169,25 +211,22 @@ def assess(rules: Rules, view: ClusterView, *, pending: Iterable[Pod] = ()) -> S
 
     used = {n: subtree_sum(usage, n) for n in names}
     demand = {n: resources.add(used[n], subtree_sum(waiting, n)) for n in names}
-    total = resources.add(*(info.node.allocatable for info in view.nodes.values()))
     deserved: dict[str, Vector] = {}
 
-    def split(parent: str | None, capacity: Vector) -> None:
+    def split(parent: str | None, room: Vector) -> None:
         weighted = [rules.queue(c) for c in children[parent] if rules.queue(c).weight]
-        shares = water_fill(capacity, [(q.name, q.weight or 0, demand[q.name]) for q in weighted])
+        shares = water_fill(room, [(q.name, q.weight or 0, demand[q.name]) for q in weighted])
         deserved.update(shares)
         for child in children[parent]:
-            own = rules.queue(child)
-            inner = shares.get(child) or own.guaranteed or capacity
-            split(child, inner)
+            split(child, shares.get(child) or rules.queue(child).guaranteed or room)
 
-    split(None, total)
+    split(None, capacity)
     queues = {}
     for name in names:
         q = rules.queue(name)
         share = resources.maximum(q.guaranteed or {}, deserved.get(name, {}))
         queues[name] = QueueStanding(name, used[name], demand[name], deserved.get(name, {}), share)
-    return Standing(rules, queues, membership)
+    return Standing(rules, queues, membership, (usage, waiting, capacity))
 
 
 def water_fill(capacity: Vector, claims: Sequence[tuple[str, int, Vector]]) -> dict[str, dict[str, int]]:
@@ -276,6 +315,9 @@ class Screen:
     below_share: bool
     fence: str | None  # the preemptor's fence root; None: no fence
     view: ClusterView
+    # (queue, request vector identity) -> the cross-queue verdict: pods of one workload share
+    # both, and a decision judges every lower-priority pod of up to 100 nodes.
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     def queue_of(self, pod: Pod) -> str:
         queue = self.standing.membership.get(pod.uid)
@@ -293,7 +335,10 @@ class Screen:
             return Judgement.PROTECTED, f"PriorityClass {pod.priority_class} opts out of preemption"
         queue = self.queue_of(pod)
         if queue != self.queue:
-            refusal = self._cross_queue(pod, queue)
+            key = (queue, id(pod.requests), pod.terminating)
+            refusal = self._memo.get(key)
+            if refusal is None:
+                refusal = self._memo[key] = self._cross_queue(pod, queue)
             if refusal:
                 return Judgement.PROTECTED, refusal
         if opted_out:

@@ -405,3 +405,12 @@ def test_queue_membership_first_match_wins_with_selectors():
     assert rules.queue_of(pod("a", ns="team", labels={"accel": "gpu"})) == "gpu"
     assert rules.queue_of(pod("b", ns="team")) == "team"
     assert rules.queue_of(pod("c", ns="other")) == "default"
+
+
+def test_adding_a_pending_pod_later_equals_assessing_with_it():
+    rules, v, preemptor = seed_001()
+    without = view([node("n1", cpu=9)], [p for p in v.pods.values() if p.uid != preemptor.uid])
+    direct = tenancy.assess(rules, without, pending=(preemptor,))
+    later = tenancy.with_pending(tenancy.assess(rules, without), (preemptor,))
+    assert direct.queues == later.queues and direct.membership == later.membership
+    assert later.queues["queue-3"].deserved == {"cpu": 3 * CPU}
