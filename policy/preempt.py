@@ -90,13 +90,20 @@ def decide(
         wait = tenancy.delay_left(rules=rules, standing=standing, preemptor=preemptor, now=now)
         if wait > 0:
             refusal, why = Refusal.DELAY, f"pending for less than its preemption delay: {wait:.0f}s to go"
-        screen = tenancy.screen(standing=standing, view=view, preemptor=preemptor)
+        else:
+            screen = tenancy.screen(standing=standing, view=view, preemptor=preemptor)
     if refusal is not Refusal.NONE:
         return PreemptDecision(answer={}, outcomes=(), reasons=(why,), refusal=refusal)
 
     outcomes: dict[str, NodeOutcome] = {}
     for name in sorted(proposals):
-        outcomes[name] = _evaluate(view, preemptor, name, proposals[name], screen, in_flight)
+        outcome = _evaluate(view, preemptor, name, proposals[name], screen, in_flight)
+        if screen is not None and outcome.verdict is Verdict.PASSED_THROUGH:
+            # The rules cannot be checked on victims reprieve does not know: not offered.
+            outcome = dataclasses.replace(
+                outcome, verdict=Verdict.DROPPED, reasons=(*outcome.reasons, "with a policy, not offered unjudged")
+            )
+        outcomes[name] = outcome
 
     costs = {n: o.cost for n, o in outcomes.items() if o.cost is not None}
     chosen = ranking.best(costs)

@@ -414,3 +414,15 @@ def test_adding_a_pending_pod_later_equals_assessing_with_it():
     later = tenancy.with_pending(tenancy.assess(rules, without), (preemptor,))
     assert direct.queues == later.queues and direct.membership == later.membership
     assert later.queues["queue-3"].deserved == {"cpu": 3 * CPU}
+
+
+def test_with_a_policy_nodes_reprieve_cannot_judge_are_not_offered():
+    v = view([node("n1", cpu=4)], [pod("low", node="n1", cpu=4)])
+    preemptor = pod("x", cpu=4, priority=1)
+    proposals = {"n1": Proposal(("uid-default-low",), 0), "elsewhere": Proposal(("uid-unknown",), 0)}
+    plain = decide(view=v, preemptor=preemptor, proposals=proposals)
+    assert set(plain.answer) == {"n1", "elsewhere"}  # passed through as received
+    ruled = decide(view=v, preemptor=preemptor, proposals=proposals, rules=Rules())
+    assert set(ruled.answer) == {"n1"}
+    dropped = next(o for o in ruled.outcomes if o.node == "elsewhere")
+    assert dropped.verdict is Verdict.DROPPED and dropped.cause is Cause.UNKNOWN_NODE
