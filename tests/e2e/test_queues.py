@@ -134,3 +134,16 @@ def test_fenced_tenant_takes_no_victims_outside_its_fence(scenario):
     scenario.pending_for("tenant-pod-2", 5)
     assert not scenario.terminating("outsider")
     assert "outside the fence of queue tenant-a" in scenario.plane.log("reprieve")
+
+
+def test_check_policy_reads_a_live_cluster(scenario, capsys):
+    from extender.cli import main
+
+    scenario.node("n1", cpu="6")
+    scenario.replicaset("prod", replicas=2, labels=PROD, priority=100, cpu="1")
+    wait_for("Prod running", lambda: len(running(scenario, PROD)) == 2)
+    assert main(["check-policy", str(POLICY), "--kubeconfig", str(scenario.plane.kubeconfig)]) == 0
+    blocks = {b.strip().splitlines()[0].strip(): b for b in capsys.readouterr().out.split("\n\n")}
+    prod = blocks["queue prod (in org)"]
+    assert "usage     cpu=2 memory=200Mi pods=2" in prod
+    assert "may preempt other queues: yes, below its share of cpu" in prod
