@@ -43,6 +43,16 @@ def _parser() -> argparse.ArgumentParser:
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
         default=os.environ.get("REPRIEVE_LOG_LEVEL", Settings.log_level).upper(),
     )
+    explain = commands.add_parser(
+        "explain", help="show, offline, what reprieve and stock preemption decide for a pod (docs/explain.md)"
+    )
+    explain.add_argument("--snapshot", required=True, help="cluster dump to decide from")
+    what = explain.add_mutually_exclusive_group(required=True)
+    what.add_argument("--pod", help="the pending pod: a Pod file (YAML or JSON) or NAMESPACE/NAME in the snapshot")
+    what.add_argument("--request", help="a captured extender request body (filter, prioritize or preempt)")
+    explain.add_argument("--nodes", help="with --pod: only these nodes, comma-separated (default: every node)")
+    explain.add_argument("--output", choices=["table", "json"], default="table")
+    explain.set_defaults(log_level="WARNING")
     return parser
 
 
@@ -50,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logs.configure(args.log_level)
     try:
+        if args.command == "explain":
+            return _explain(args)
         return _serve(args)
     except ReprieveError as exc:
         print(f"reprieve: {exc}", file=sys.stderr)
@@ -99,6 +111,15 @@ def _serve(args: argparse.Namespace) -> int:
     else:
         raise ConfigError("serve needs one of --snapshot PATH, --kubeconfig PATH or --in-cluster")
     Server(build, bind=settings.bind, threads=settings.threads).run()
+    return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from extender import explain
+
+    sys.stdout.write(
+        explain.run(snapshot_path=args.snapshot, pod=args.pod, request=args.request, nodes=args.nodes, output=args.output)
+    )
     return 0
 
 

@@ -1,0 +1,467 @@
+"""``reprieve explain``: reprieve's decision and stock preemption's, side by side, offline.
+
+Inputs (the snapshot, a pod or a captured request) are read here; the decisions come from
+policy (policy.stock for upstream, policy.preempt for reprieve, policy.filter and
+policy.prioritize for an ExtenderArgs body); the report is a plain dict, rendered as JSON
+here or as a table by extender.explain_table. docs/explain.md documents every field.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pydantic
+import yaml
+
+from extender import explain_table, kube, snapshot, translate, wire
+from extender.errors import BadRequest, ConfigError
+from policy import ranking, resources, stock
+from policy.filter import filter_nodes
+from policy.model import Pod
+from policy.preempt import NodeOutcome, PreemptDecision, Proposal, Verdict, decide
+from policy.prioritize import score_nodes
+from policy.tenancy import Rules
+from policy.view import ClusterView
+
+VERSION = 1
+
+
+def run(
+    *,
+    snapshot_path: str,
+    pod: str | None = None,
+    request: str | None = None,
+    nodes: str | None = None,
+    output: str = "table",
+    rules: Rules | None = None,
+) -> str:
+    """The report for ``reprieve explain``, rendered; bad input raises a ReprieveError."""
+    view = snapshot.load(snapshot_path)
+    source = {"snapshot": snapshot_path, "pod": pod, "request": request, "nodes": None}
+    if request is not None:
+        if nodes is not None:
+            raise ConfigError("--nodes goes with --pod; a request names its own nodes")
+        report = _from_request(view, Path(request), source, rules)
+    else:
+        names = _node_names(view, nodes)
+        source["nodes"] = names if nodes is not None else None
+        report = preemption_report(view=view, preemptor=load_pod(view, pod), node_names=names, rules=rules)
+        report["input"] = source
+    if output == "json":
+        return as_json(report).decode() + "\n"
+    return explain_table.render(report)
+
+
+# ---------------------------------------------------------------------------------------
+# Inputs
+
+
+def _node_names(view: ClusterView, nodes: str | None) -> list[str]:
+    if nodes is None:
+        return sorted(view.nodes)
+    names = [n.strip() for n in nodes.split(",") if n.strip()]
+    if not names:
+        raise ConfigError("--nodes: expected a comma-separated list of node names")
+    unknown = [n for n in names if n not in view.nodes]
+    if unknown:
+        raise ConfigError(f"--nodes: unknown node {unknown[0]!r} (the snapshot has {', '.join(sorted(view.nodes))})")
+    return list(dict.fromkeys(names))
+
+
+def load_pod(view: ClusterView, spec: str) -> Pod:
+    """The preemptor: a Pod file (YAML or JSON), or NAMESPACE/NAME of a pod in the snapshot."""
+    path = Path(spec)
+    if path.is_file() or path.suffix in (".yaml", ".yml", ".json"):
+        return _pod_from_file(view, path)
+    found = [p for p in view.pods.values() if p.key == spec]
+    if not found:
+        raise ConfigError(f"--pod {spec}: no such file, and no pod {spec} in the snapshot (give NAMESPACE/NAME or a file)")
+    pod = found[0]
+    if pod.node_name is not None:
+        raise ConfigError(f"--pod {spec}: already bound to {pod.node_name}; explain places a pending pod")
+    return pod
+
+
+def _pod_from_file(view: ClusterView, path: Path) -> Pod:
+    try:
+        docs = [d for d in yaml.safe_load_all(path.read_bytes()) if d is not None]
+    except OSError as exc:
+        raise ConfigError(f"--pod {path}: cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--pod {path}: not valid YAML or JSON: {_one_line(exc)}") from None
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise ConfigError(f"--pod {path}: expected exactly one Pod object")
+    obj = docs[0]
+    if obj.get("kind", "Pod") != "Pod":
+        raise ConfigError(f"--pod {path}: kind is {obj.get('kind')!r}, expected Pod")
+    try:
+        parsed = kube.Pod.model_validate(obj)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(f"--pod {path}: {kube.describe_validation(exc)}") from None
+    return _preemptor(view, parsed, f"--pod {path}")
+
+
+def _preemptor(view: ClusterView, parsed: kube.Pod, where: str) -> Pod:
+    spec = parsed.spec
+    if not parsed.metadata.name:
+        raise ConfigError(f"{where}: metadata.name: required")
+    if spec.nodeName:
+        raise ConfigError(f"{where}: spec.nodeName is set ({spec.nodeName}); explain places a pending pod")
+    if spec.priority is None and spec.priorityClassName and spec.priorityClassName not in view.priority_classes:
+        raise ConfigError(f"{where}: spec.priorityClassName: no PriorityClass {spec.priorityClassName!r} in the snapshot")
+    return translate.pod_record(parsed, view.priority_classes)
+
+
+def _from_request(view: ClusterView, path: Path, source: dict, rules: Rules | None) -> dict:
+    try:
+        body = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"--request {path}: cannot read: {exc.strerror}") from None
+    try:
+        keys = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"--request {path}: not JSON: {exc}") from None
+    preempt = isinstance(keys, dict) and ("NodeNameToMetaVictims" in keys or "NodeNameToVictims" in keys)
+    try:
+        args = wire.parse(wire.ExtenderPreemptionArgs if preempt else wire.ExtenderArgs, body)
+    except BadRequest as exc:
+        raise ConfigError(f"--request {path}: {exc}") from None
+    preemptor = _preemptor(view, args.pod, f"--request {path}: Pod")
+    if preempt:
+        proposals = {n: Proposal(uids, count) for n, (uids, count) in args.proposals().items()}
+        report = preemption_report(view=view, preemptor=preemptor, proposals=proposals, rules=rules)
+    else:
+        try:
+            names = args.candidate_names()
+        except BadRequest as exc:
+            raise ConfigError(f"--request {path}: {exc}") from None
+        report = args_report(view=view, pod=preemptor, node_names=names)
+    report["input"] = source
+    return report
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+# ---------------------------------------------------------------------------------------
+# Reports
+
+
+def preemption_report(
+    *,
+    view: ClusterView,
+    preemptor: Pod,
+    node_names: Sequence[str] | None = None,
+    proposals: Mapping[str, Proposal] | None = None,
+    rules: Rules | None = None,
+) -> dict:
+    """Stock and reprieve preemption side by side.
+
+    With ``node_names`` (a pod), stock preemption is dry-run on those nodes and its
+    candidates are what reprieve is asked about; with ``proposals`` (a captured preempt
+    request), they are the scheduler's candidates as sent.
+    """
+    if proposals is None:
+        dry = stock.decide(view=view, preemptor=preemptor, node_names=node_names or ())
+        proposals = dry.proposals
+        fits, refusal, dry_run = list(dry.fits), dry.refusal, dry.nodes
+    else:
+        fits, refusal, dry_run = None, stock.eligibility(view=view, preemptor=preemptor), {}
+    # The one call into reprieve's policy, exactly as the preempt verb makes it.
+    decision = decide(view=view, preemptor=preemptor, proposals=proposals, rules=rules, now=None)
+
+    stock_pick = stock.pick(_stock_costs(view, proposals))
+    final = stock.pick(_stock_costs(view, {n: p for n, p in decision.answer.items()}))
+    outcomes = {o.node: o for o in decision.outcomes}
+    reprieve_costs = {n: o.cost for n, o in outcomes.items() if o.cost is not None}
+    names = list(node_names) if node_names is not None else sorted(proposals)
+    rows = [
+        _node_row(view, name, fits, refusal, dry_run.get(name), proposals.get(name), stock_pick, outcomes.get(name), reprieve_costs, final)
+        for name in names
+    ]
+    differences = _differences(rows, stock_pick, final, decision)
+    return {
+        "version": VERSION,
+        "kind": "preemption",
+        "pod": _pod(preemptor),
+        "preemption": {
+            "needed": not fits if fits is not None else True,
+            "fits": fits,
+            "stock": {
+                "refusal": refusal,
+                "chosen": stock_pick.chosen,
+                "tied": list(stock_pick.tied),
+                "victims": _victims(view, proposals[stock_pick.chosen].uids) if stock_pick.chosen else [],
+            },
+            "reprieve": {
+                "refusal": decision.refusal.value,
+                "offered": list(decision.answer),
+                "chosen": final.chosen,
+                "tied": list(final.tied),
+                "victims": _victims(view, decision.answer[final.chosen].uids) if final.chosen else [],
+                "reasons": list(decision.reasons),
+            },
+            "differs": bool(differences),
+        },
+        "nodes": rows,
+        "differences": differences,
+    }
+
+
+def _stock_costs(view: ClusterView, proposals: Mapping[str, Proposal]) -> dict[str, stock.Cost]:
+    """Upstream's ranking keys; nodes with a victim the snapshot does not know are left out."""
+    costs = {}
+    for name, proposal in proposals.items():
+        victims = [view.pods.get(uid) for uid in proposal.uids]
+        if victims and None not in victims:
+            costs[name] = stock.cost(victims, proposal.num_pdb_violations)
+    return costs
+
+
+def _node_row(
+    view: ClusterView,
+    name: str,
+    fits: list[str] | None,
+    refusal: str,
+    dry: stock.Victims | stock.NotCandidate | None,
+    proposal: Proposal | None,
+    pick: stock.Pick,
+    outcome: NodeOutcome | None,
+    reprieve_costs: Mapping[str, ranking.Cost],
+    final: stock.Pick,
+) -> dict:
+    stock_side = _stock_side(view, name, fits, refusal, dry, proposal, pick)
+    reprieve_side = _reprieve_side(view, outcome, proposal, reprieve_costs, final)
+    differs = []
+    if stock_side["candidate"] and reprieve_side["verdict"] in ("dropped", None):
+        differs.append("candidate")
+    if stock_side["candidate"] and reprieve_side["victims"]:
+        if {v["uid"] for v in stock_side["victims"]} != {v["uid"] for v in reprieve_side["victims"]}:
+            differs.append("victims")
+        if stock_side["pdb_violations"] != reprieve_side["pdb_violations"]:
+            differs.append("pdb_violations")
+    if (name in pick.tied) != (name in final.tied):
+        differs.append("chosen")
+    return {
+        "name": name,
+        "fits": None if fits is None else name in fits,
+        "stock": stock_side,
+        "reprieve": reprieve_side,
+        "differs": differs,
+    }
+
+
+def _stock_side(view, name, fits, refusal, dry, proposal, pick: stock.Pick) -> dict:
+    side = {
+        "candidate": proposal is not None,
+        "status": "",
+        "victims": [],
+        "pdb_violations": None,
+        "rank": pick.ranks.get(name),
+        "chosen": name in pick.tied,
+        "reasons": [],
+    }
+    if fits is not None and name in fits:
+        side["status"] = "fits without preemption"
+    elif refusal:
+        side["status"] = "not evaluated"
+        side["reasons"] = [refusal]
+    elif isinstance(dry, stock.NotCandidate):
+        side["status"] = f"not a candidate: {dry.cause.value}"
+        side["reasons"] = [dry.reason]
+    elif proposal is not None:
+        side["status"] = "candidate"
+        side["victims"] = _victims(view, proposal.uids)
+        side["pdb_violations"] = proposal.num_pdb_violations
+        side["reasons"] = [*(dry.reasons if dry else ()), *([pick.reasons[name]] if name in pick.reasons else [])]
+        if name not in pick.ranks:
+            side["reasons"].append("not ranked: a victim is not in the snapshot")
+    else:
+        side["status"] = "not evaluated"
+    side["reasons"] = [_readable(r) for r in side["reasons"]]
+    return side
+
+
+def _reprieve_side(view, outcome: NodeOutcome | None, proposal, costs: Mapping[str, ranking.Cost], final: stock.Pick) -> dict:
+    if outcome is None:
+        return {
+            "verdict": None, "cause": "", "victims": [], "pdb_violations": None, "violated_budgets": [],
+            "kept_scheduler_victims": False, "rank": None, "cost": None, "offered": False, "chosen": False,
+            "reasons": [],
+        }  # fmt: skip
+    passed = outcome.verdict is Verdict.PASSED_THROUGH
+    uids = proposal.uids if passed else tuple(p.uid for p in outcome.victims)
+    cost = costs.get(outcome.node)
+    return {
+        "verdict": outcome.verdict.value,
+        "cause": outcome.cause.value,
+        "victims": _victims(view, uids),
+        "pdb_violations": proposal.num_pdb_violations if passed else (outcome.violations.count if cost else None),
+        "violated_budgets": list(outcome.violations.budgets),
+        "kept_scheduler_victims": outcome.kept_scheduler_victims,
+        "rank": (1 + sum(c.key < cost.key for c in costs.values())) if cost else None,
+        "cost": _cost(cost) if cost else None,
+        "offered": outcome.verdict in (Verdict.CHOSEN, Verdict.PASSED_THROUGH),
+        "chosen": outcome.node in final.tied,
+        "reasons": [_readable(r) for r in outcome.reasons],
+    }
+
+
+def _cost(cost: ranking.Cost) -> dict:
+    violations, top, guaranteed, burstable, shifted, count, start = cost.key
+    return {
+        "pdb_violations": violations,
+        "highest_priority": None if top == -float("inf") else top,
+        "guaranteed": guaranteed,
+        "burstable": burstable,
+        "priority_sum": shifted - count * 2**31,
+        "victims": count,
+        "top_victims_start": _time(-start),
+    }
+
+
+def _victims(view: ClusterView, uids: Iterable[str]) -> list[dict]:
+    out = []
+    for uid in uids:
+        pod = view.pods.get(uid)
+        if pod is None:
+            out.append({"uid": uid, "name": None, "priority": None, "qos": None, "pdbs": [], "start_time": None, "terminating": None})
+            continue
+        out.append(
+            {
+                "uid": uid,
+                "name": pod.key,
+                "priority": pod.priority,
+                "qos": pod.qos.wire,
+                "pdbs": sorted(b.key for b in view.budgets_covering(pod)),
+                "start_time": _time(pod.start_time),
+                "terminating": pod.terminating,
+            }
+        )
+    return out
+
+
+def _pod(pod: Pod) -> dict:
+    return {
+        "name": pod.key,
+        "uid": pod.uid,
+        "priority": pod.priority,
+        "priority_class": pod.priority_class,
+        "qos": pod.qos.wire,
+        "requests": resources.describe(pod.requests),
+        "nominated_node": pod.nominated_node_name,
+        "preemption_policy": "Never" if pod.preemption_never else "PreemptLowerPriority",
+    }
+
+
+def _time(seconds: float | None) -> str | None:
+    if seconds is None or seconds in (float("inf"), -float("inf")):
+        return None
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_EPOCH = re.compile(r"(-?\d+)s since the epoch")
+
+
+def _readable(reason: str) -> str:
+    """Policy reasons give times as seconds since the epoch (policy reads no clock or calendar)."""
+    return _EPOCH.sub(lambda m: _time(float(m.group(1))) or m.group(0), reason)
+
+
+def _differences(rows: list[dict], stock_pick: stock.Pick, final: stock.Pick, decision: PreemptDecision) -> list[str]:
+    """One line per difference between stock preemption and reprieve, most important first."""
+    lines = []
+    if set(stock_pick.tied) != set(final.tied):
+        lines.append(_choice_difference(rows, stock_pick, final, decision))
+    for row in rows:
+        s, r = row["stock"], row["reprieve"]
+        if "candidate" in row["differs"]:
+            why = r["reasons"][0] if r["reasons"] else "not asked"
+            lines.append(f"{row['name']}: reprieve drops the node: {why}")
+        if "victims" in row["differs"]:
+            lines.append(f"{row['name']}: {_victim_difference(s['victims'], r['victims'])}")
+        if "pdb_violations" in row["differs"]:
+            lines.append(
+                f"{row['name']}: PDB violations {s['pdb_violations']} by stock's count, "
+                f"{r['pdb_violations']} by reprieve's exact count"
+            )
+    return lines
+
+
+def _choice_difference(rows: list[dict], stock_pick: stock.Pick, final: stock.Pick, decision: PreemptDecision) -> str:
+    ours = " or ".join(final.tied) or "no node"
+    theirs = " or ".join(stock_pick.tied) or "no node"
+    text = f"reprieve preempts on {ours}, stock on {theirs}"
+    if decision.refusal.value:
+        return f"{text}: {decision.reasons[0]}"
+    row = next((r for r in rows if r["name"] == stock_pick.chosen), None)
+    if row is None or not row["reprieve"]["reasons"] or row["reprieve"]["chosen"]:
+        return text
+    why = row["reprieve"]["reasons"][-1].removeprefix("not chosen: ").replace(" here vs ", f" on {row['name']} vs ")
+    return f"{text}; reprieve's ranking puts {row['name']} behind: {why}"
+
+
+def _victim_difference(stock_victims: list[dict], reprieve_victims: list[dict]) -> str:
+    ours = {v["uid"] for v in reprieve_victims}
+    theirs = {v["uid"] for v in stock_victims}
+    spared = [v for v in stock_victims if v["uid"] not in ours]
+    extra = [v for v in reprieve_victims if v["uid"] not in theirs]
+    names = lambda vs: ", ".join(v["name"] or v["uid"] for v in vs)  # noqa: E731
+    if spared and extra:
+        text = f"reprieve evicts {names(extra)} instead of {names(spared)}"
+    elif spared:
+        text = f"reprieve spares {names(spared)}"
+    else:
+        text = f"reprieve also evicts {names(extra)}"
+    tags = []
+    for s in spared:
+        if s["pdbs"] and not any(set(e["pdbs"]) & set(s["pdbs"]) for e in extra):
+            tags.append(f"spares a PDB-protected pod ({s['name']}, {', '.join(s['pdbs'])})")
+        for e in extra:
+            if e["priority"] == s["priority"] and _QOS_RANK.get(e["qos"], 0) < _QOS_RANK.get(s["qos"], 0):
+                tags.append(f"QoS: {e['qos']} before {s['qos']} at priority {s['priority']}")
+            elif e["priority"] is not None and s["priority"] is not None and e["priority"] != s["priority"]:
+                higher = "higher" if e["priority"] > s["priority"] else "lower"
+                tags.append(f"{higher} priority {e['priority']} instead of {s['priority']}")
+    return text + (f": {'; '.join(dict.fromkeys(tags))}" if tags else "")
+
+
+_QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
+
+
+def args_report(*, view: ClusterView, pod: Pod, node_names: Sequence[str]) -> dict:
+    """What reprieve's filter and prioritize answer for an ExtenderArgs body (either verb's)."""
+    decision = filter_nodes(view=view, pod=pod, node_names=node_names)
+    scores = {s.node: s.score for s in score_nodes(view=view, pod=pod, node_names=node_names)}
+    rows = []
+    for name in node_names:
+        info = view.nodes.get(name)
+        rows.append(
+            {
+                "name": name,
+                "known": info is not None,
+                "fits": None if info is None else not stock.shortfall(view=view, pod=pod, node=info),
+                "filter": "rejected" if name in decision.rejected else "passed",
+                "reason": decision.rejected.get(name, ""),
+                "score": scores.get(name),
+            }
+        )
+    return {
+        "version": VERSION,
+        "kind": "filter-prioritize",
+        "pod": _pod(pod),
+        "filter": {"passed": list(decision.passed), "rejected": dict(decision.rejected)},
+        "prioritize": [{"node": n, "score": s} for n, s in scores.items()],
+        "nodes": rows,
+    }
+
+
+def as_json(report: Mapping[str, Any]) -> bytes:
+    """Stable JSON: sorted keys, two-space indent."""
+    return orjson.dumps(report, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)
