@@ -263,6 +263,7 @@ def _stock_side(view, name, fits, refusal, dry, proposal, pick: stock.Pick) -> d
         "status": "",
         "victims": [],
         "pdb_violations": None,
+        "cost": None,
         "rank": pick.ranks.get(name),
         "chosen": name in pick.tied,
         "reasons": [],
@@ -279,6 +280,7 @@ def _stock_side(view, name, fits, refusal, dry, proposal, pick: stock.Pick) -> d
         side["status"] = "candidate"
         side["victims"] = _victims(view, proposal.uids)
         side["pdb_violations"] = proposal.num_pdb_violations
+        side["cost"] = _stock_cost(pick.costs[name]) if name in pick.costs else None
         side["reasons"] = [*(dry.reasons if dry else ()), *([pick.reasons[name]] if name in pick.reasons else [])]
         if name not in pick.ranks:
             side["reasons"].append("not ranked: a victim is not in the snapshot")
@@ -320,6 +322,17 @@ def _cost(cost: ranking.Cost) -> dict:
         "highest_priority": None if top == -float("inf") else top,
         "guaranteed": guaranteed,
         "burstable": burstable,
+        "priority_sum": shifted - count * 2**31,
+        "victims": count,
+        "top_victims_start": _time(-start),
+    }
+
+
+def _stock_cost(cost: stock.Cost) -> dict:
+    violations, top, shifted, count, start = cost.key
+    return {
+        "pdb_violations": violations,
+        "highest_priority": top,
         "priority_sum": shifted - count * 2**31,
         "victims": count,
         "top_victims_start": _time(-start),
@@ -442,13 +455,22 @@ def args_report(*, view: ClusterView, pod: Pod, node_names: Sequence[str]) -> di
     rows = []
     for name in node_names:
         info = view.nodes.get(name)
+        short = stock.shortfall(view=view, pod=pod, node=info) if info is not None else {}
+        reason = decision.rejected.get(name, "")
+        if short and not reason:
+            reason = (
+                f"passed though short of {resources.describe(short)} here: reprieve leaves resource "
+                "shortages to the scheduler's own filters (its view is fresher)"
+            )
+        elif info is None:
+            reason = "node unknown to the snapshot: filter passes it"
         rows.append(
             {
                 "name": name,
                 "known": info is not None,
-                "fits": None if info is None else not stock.shortfall(view=view, pod=pod, node=info),
+                "fits": None if info is None else not short,
                 "filter": "rejected" if name in decision.rejected else "passed",
-                "reason": decision.rejected.get(name, ""),
+                "reason": reason,
                 "score": scores.get(name),
             }
         )

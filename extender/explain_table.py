@@ -152,8 +152,6 @@ def _filter_prioritize(report: dict) -> list[str]:
         lines += _wrap(f"{row['name']:<{width}}  {fits:<4}  {row['filter']:<8}  {score}")
         if row["reason"]:
             lines += _wrap(row["reason"], " " * (width + 2))
-        if not row["known"]:
-            lines += _wrap("node unknown to the snapshot: filter passes it", " " * (width + 2))
     lines += ["", "FITS: room without preemption, counting room held for nominated pods."]
     lines += _wrap(
         "The same body can be a filter or a prioritize request: both answers are shown "

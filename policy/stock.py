@@ -214,6 +214,7 @@ class Pick:
 
     chosen: str | None
     tied: tuple[str, ...]  # every node as good as ``chosen``; upstream picks one at random
+    costs: Mapping[str, Cost]
     ranks: Mapping[str, int]  # 1 is best; nodes with equal keys share a rank
     reasons: Mapping[str, str]  # node -> why it was or was not chosen
 
@@ -221,7 +222,7 @@ class Pick:
 def pick(costs: Mapping[str, Cost]) -> Pick:
     """The best node; exact ties are broken by name here (upstream: Go map order)."""
     if not costs:
-        return Pick(None, (), {}, {})
+        return Pick(None, (), {}, {}, {})
     ordered = sorted(costs, key=lambda n: (costs[n].key, n))
     best = costs[ordered[0]]
     tied = tuple(n for n in ordered if costs[n].key == best.key)
@@ -229,7 +230,7 @@ def pick(costs: Mapping[str, Cost]) -> Pick:
     reasons = {n: f"not chosen: {costs[n].versus(best)} on {tied[0]}" for n in ordered[len(tied):]}
     for n in tied:
         reasons[n] = _why_chosen(best, [costs[m] for m in ordered[len(tied):]], tied)
-    return Pick(tied[0], tied, ranks, reasons)
+    return Pick(tied[0], tied, dict(costs), ranks, reasons)
 
 
 def _why_chosen(best: Cost, others: Iterable[Cost], tied: tuple[str, ...]) -> str:
