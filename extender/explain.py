@@ -1,16 +1,13 @@
 """``reprieve explain``: reprieve's decision and stock preemption's, side by side, offline.
 
-Inputs (the snapshot, a pod or a captured request) are read here; the decisions come from
-policy (policy.stock for upstream, policy.preempt for reprieve, policy.filter and
-policy.prioritize for an ExtenderArgs body); the report is a plain dict, rendered as JSON
-here or as a table by extender.explain_table. docs/explain.md documents every field.
+Inputs (the snapshot, a pod or a captured request) are read here; extender.explain_report
+builds the report, a plain dict, from policy's decisions; it is rendered as JSON here or as
+a table by extender.explain_table. docs/explain.md documents every field.
 """
 
 from __future__ import annotations
 
-import datetime
-import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,15 +17,11 @@ import yaml
 
 from extender import explain_table, kube, snapshot, translate, wire
 from extender.errors import BadRequest, ConfigError
-from policy import ranking, resources, stock
-from policy.filter import filter_nodes
+from extender.explain_report import args_report, preemption_report
 from policy.model import Pod
-from policy.preempt import NodeOutcome, PreemptDecision, Proposal, Verdict, decide
-from policy.prioritize import score_nodes
+from policy.preempt import Proposal
 from policy.tenancy import Rules
 from policy.view import ClusterView
-
-VERSION = 1
 
 
 def run(
@@ -55,10 +48,6 @@ def run(
     if output == "json":
         return as_json(report).decode() + "\n"
     return explain_table.render(report)
-
-
-# ---------------------------------------------------------------------------------------
-# Inputs
 
 
 def _node_names(view: ClusterView, nodes: str | None) -> list[str]:
@@ -147,341 +136,6 @@ def _from_request(view: ClusterView, path: Path, source: dict, rules: Rules | No
 
 def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
-
-
-# ---------------------------------------------------------------------------------------
-# Reports
-
-
-def preemption_report(
-    *,
-    view: ClusterView,
-    preemptor: Pod,
-    node_names: Sequence[str] | None = None,
-    proposals: Mapping[str, Proposal] | None = None,
-    rules: Rules | None = None,
-) -> dict:
-    """Stock and reprieve preemption side by side.
-
-    With ``node_names`` (a pod), stock preemption is dry-run on those nodes and its
-    candidates are what reprieve is asked about; with ``proposals`` (a captured preempt
-    request), they are the scheduler's candidates as sent.
-    """
-    if proposals is None:
-        dry = stock.decide(view=view, preemptor=preemptor, node_names=node_names or ())
-        proposals = dry.proposals
-        fits, refusal, dry_run = list(dry.fits), dry.refusal, dry.nodes
-    else:
-        fits, refusal, dry_run = None, stock.eligibility(view=view, preemptor=preemptor), {}
-    # The one call into reprieve's policy, exactly as the preempt verb makes it.
-    decision = decide(view=view, preemptor=preemptor, proposals=proposals, rules=rules, now=None)
-
-    stock_pick = stock.pick(_stock_costs(view, proposals))
-    final = stock.pick(_stock_costs(view, {n: p for n, p in decision.answer.items()}))
-    outcomes = {o.node: o for o in decision.outcomes}
-    reprieve_costs = {n: o.cost for n, o in outcomes.items() if o.cost is not None}
-    names = list(node_names) if node_names is not None else sorted(proposals)
-    rows = [
-        _node_row(view, name, fits, refusal, dry_run.get(name), proposals.get(name), stock_pick, outcomes.get(name), reprieve_costs, final)
-        for name in names
-    ]
-    differences = _differences(rows, stock_pick, final, decision)
-    return {
-        "version": VERSION,
-        "kind": "preemption",
-        "pod": _pod(preemptor),
-        "preemption": {
-            "needed": not fits if fits is not None else True,
-            "fits": fits,
-            "stock": {
-                "refusal": refusal,
-                "chosen": stock_pick.chosen,
-                "tied": list(stock_pick.tied),
-                "victims": _victims(view, proposals[stock_pick.chosen].uids) if stock_pick.chosen else [],
-            },
-            "reprieve": {
-                "refusal": decision.refusal.value,
-                "offered": list(decision.answer),
-                "chosen": final.chosen,
-                "tied": list(final.tied),
-                "victims": _victims(view, decision.answer[final.chosen].uids) if final.chosen else [],
-                "reasons": list(decision.reasons),
-            },
-            "differs": bool(differences),
-        },
-        "nodes": rows,
-        "differences": differences,
-    }
-
-
-def _stock_costs(view: ClusterView, proposals: Mapping[str, Proposal]) -> dict[str, stock.Cost]:
-    """Upstream's ranking keys; nodes with a victim the snapshot does not know are left out."""
-    costs = {}
-    for name, proposal in proposals.items():
-        victims = [view.pods.get(uid) for uid in proposal.uids]
-        if victims and None not in victims:
-            costs[name] = stock.cost(victims, proposal.num_pdb_violations)
-    return costs
-
-
-def _node_row(
-    view: ClusterView,
-    name: str,
-    fits: list[str] | None,
-    refusal: str,
-    dry: stock.Victims | stock.NotCandidate | None,
-    proposal: Proposal | None,
-    pick: stock.Pick,
-    outcome: NodeOutcome | None,
-    reprieve_costs: Mapping[str, ranking.Cost],
-    final: stock.Pick,
-) -> dict:
-    stock_side = _stock_side(view, name, fits, refusal, dry, proposal, pick)
-    reprieve_side = _reprieve_side(view, outcome, proposal, reprieve_costs, final)
-    differs = []
-    if stock_side["candidate"] and reprieve_side["verdict"] in ("dropped", None):
-        differs.append("candidate")
-    if stock_side["candidate"] and reprieve_side["victims"]:
-        if {v["uid"] for v in stock_side["victims"]} != {v["uid"] for v in reprieve_side["victims"]}:
-            differs.append("victims")
-        if stock_side["pdb_violations"] != reprieve_side["pdb_violations"]:
-            differs.append("pdb_violations")
-    if (name in pick.tied) != (name in final.tied):
-        differs.append("chosen")
-    return {
-        "name": name,
-        "fits": None if fits is None else name in fits,
-        "stock": stock_side,
-        "reprieve": reprieve_side,
-        "differs": differs,
-    }
-
-
-def _stock_side(view, name, fits, refusal, dry, proposal, pick: stock.Pick) -> dict:
-    side = {
-        "candidate": proposal is not None,
-        "status": "",
-        "victims": [],
-        "pdb_violations": None,
-        "cost": None,
-        "rank": pick.ranks.get(name),
-        "chosen": name in pick.tied,
-        "reasons": [],
-    }
-    if fits is not None and name in fits:
-        side["status"] = "fits without preemption"
-    elif refusal:
-        side["status"] = "not evaluated"
-        side["reasons"] = [refusal]
-    elif isinstance(dry, stock.NotCandidate):
-        side["status"] = f"not a candidate: {dry.cause.value}"
-        side["reasons"] = [dry.reason]
-    elif proposal is not None:
-        side["status"] = "candidate"
-        side["victims"] = _victims(view, proposal.uids)
-        side["pdb_violations"] = proposal.num_pdb_violations
-        side["cost"] = _stock_cost(pick.costs[name]) if name in pick.costs else None
-        side["reasons"] = [*(dry.reasons if dry else ()), *([pick.reasons[name]] if name in pick.reasons else [])]
-        if name not in pick.ranks:
-            side["reasons"].append("not ranked: a victim is not in the snapshot")
-    else:
-        side["status"] = "not evaluated"
-    side["reasons"] = [_readable(r) for r in side["reasons"]]
-    return side
-
-
-def _reprieve_side(view, outcome: NodeOutcome | None, proposal, costs: Mapping[str, ranking.Cost], final: stock.Pick) -> dict:
-    if outcome is None:
-        return {
-            "verdict": None, "cause": "", "victims": [], "pdb_violations": None, "violated_budgets": [],
-            "kept_scheduler_victims": False, "rank": None, "cost": None, "offered": False, "chosen": False,
-            "reasons": [],
-        }  # fmt: skip
-    passed = outcome.verdict is Verdict.PASSED_THROUGH
-    uids = proposal.uids if passed else tuple(p.uid for p in outcome.victims)
-    cost = costs.get(outcome.node)
-    return {
-        "verdict": outcome.verdict.value,
-        "cause": outcome.cause.value,
-        "victims": _victims(view, uids),
-        "pdb_violations": proposal.num_pdb_violations if passed else (outcome.violations.count if cost else None),
-        "violated_budgets": list(outcome.violations.budgets),
-        "kept_scheduler_victims": outcome.kept_scheduler_victims,
-        "rank": (1 + sum(c.key < cost.key for c in costs.values())) if cost else None,
-        "cost": _cost(cost) if cost else None,
-        "offered": outcome.verdict in (Verdict.CHOSEN, Verdict.PASSED_THROUGH),
-        "chosen": outcome.node in final.tied,
-        "reasons": [_readable(r) for r in outcome.reasons],
-    }
-
-
-def _cost(cost: ranking.Cost) -> dict:
-    violations, top, guaranteed, burstable, shifted, count, start = cost.key
-    return {
-        "pdb_violations": violations,
-        "highest_priority": None if top == -float("inf") else top,
-        "guaranteed": guaranteed,
-        "burstable": burstable,
-        "priority_sum": shifted - count * 2**31,
-        "victims": count,
-        "top_victims_start": _time(-start),
-    }
-
-
-def _stock_cost(cost: stock.Cost) -> dict:
-    violations, top, shifted, count, start = cost.key
-    return {
-        "pdb_violations": violations,
-        "highest_priority": top,
-        "priority_sum": shifted - count * 2**31,
-        "victims": count,
-        "top_victims_start": _time(-start),
-    }
-
-
-def _victims(view: ClusterView, uids: Iterable[str]) -> list[dict]:
-    out = []
-    for uid in uids:
-        pod = view.pods.get(uid)
-        if pod is None:
-            out.append({"uid": uid, "name": None, "priority": None, "qos": None, "pdbs": [], "start_time": None, "terminating": None})
-            continue
-        out.append(
-            {
-                "uid": uid,
-                "name": pod.key,
-                "priority": pod.priority,
-                "qos": pod.qos.wire,
-                "pdbs": sorted(b.key for b in view.budgets_covering(pod)),
-                "start_time": _time(pod.start_time),
-                "terminating": pod.terminating,
-            }
-        )
-    return out
-
-
-def _pod(pod: Pod) -> dict:
-    return {
-        "name": pod.key,
-        "uid": pod.uid,
-        "priority": pod.priority,
-        "priority_class": pod.priority_class,
-        "qos": pod.qos.wire,
-        "requests": resources.describe(pod.requests),
-        "nominated_node": pod.nominated_node_name,
-        "preemption_policy": "Never" if pod.preemption_never else "PreemptLowerPriority",
-    }
-
-
-def _time(seconds: float | None) -> str | None:
-    if seconds is None or seconds in (float("inf"), -float("inf")):
-        return None
-    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-_EPOCH = re.compile(r"(-?\d+)s since the epoch")
-
-
-def _readable(reason: str) -> str:
-    """Policy reasons give times as seconds since the epoch (policy reads no clock or calendar)."""
-    return _EPOCH.sub(lambda m: _time(float(m.group(1))) or m.group(0), reason)
-
-
-def _differences(rows: list[dict], stock_pick: stock.Pick, final: stock.Pick, decision: PreemptDecision) -> list[str]:
-    """One line per difference between stock preemption and reprieve, most important first."""
-    lines = []
-    if set(stock_pick.tied) != set(final.tied):
-        lines.append(_choice_difference(rows, stock_pick, final, decision))
-    for row in rows:
-        s, r = row["stock"], row["reprieve"]
-        if "candidate" in row["differs"]:
-            why = r["reasons"][0] if r["reasons"] else "not asked"
-            lines.append(f"{row['name']}: reprieve drops the node: {why}")
-        if "victims" in row["differs"]:
-            lines.append(f"{row['name']}: {_victim_difference(s['victims'], r['victims'])}")
-        if "pdb_violations" in row["differs"]:
-            lines.append(
-                f"{row['name']}: PDB violations {s['pdb_violations']} by stock's count, "
-                f"{r['pdb_violations']} by reprieve's exact count"
-            )
-    return lines
-
-
-def _choice_difference(rows: list[dict], stock_pick: stock.Pick, final: stock.Pick, decision: PreemptDecision) -> str:
-    ours = " or ".join(final.tied) or "no node"
-    theirs = " or ".join(stock_pick.tied) or "no node"
-    text = f"reprieve preempts on {ours}, stock on {theirs}"
-    if decision.refusal.value:
-        return f"{text}: {decision.reasons[0]}"
-    row = next((r for r in rows if r["name"] == stock_pick.chosen), None)
-    if row is None or not row["reprieve"]["reasons"] or row["reprieve"]["chosen"]:
-        return text
-    why = row["reprieve"]["reasons"][-1].removeprefix("not chosen: ").replace(" here vs ", f" on {row['name']} vs ")
-    return f"{text}; reprieve's ranking puts {row['name']} behind: {why}"
-
-
-def _victim_difference(stock_victims: list[dict], reprieve_victims: list[dict]) -> str:
-    ours = {v["uid"] for v in reprieve_victims}
-    theirs = {v["uid"] for v in stock_victims}
-    spared = [v for v in stock_victims if v["uid"] not in ours]
-    extra = [v for v in reprieve_victims if v["uid"] not in theirs]
-    names = lambda vs: ", ".join(v["name"] or v["uid"] for v in vs)  # noqa: E731
-    if spared and extra:
-        text = f"reprieve evicts {names(extra)} instead of {names(spared)}"
-    elif spared:
-        text = f"reprieve spares {names(spared)}"
-    else:
-        text = f"reprieve also evicts {names(extra)}"
-    tags = []
-    for s in spared:
-        if s["pdbs"] and not any(set(e["pdbs"]) & set(s["pdbs"]) for e in extra):
-            tags.append(f"spares a PDB-protected pod ({s['name']}, {', '.join(s['pdbs'])})")
-        for e in extra:
-            if e["priority"] == s["priority"] and _QOS_RANK.get(e["qos"], 0) < _QOS_RANK.get(s["qos"], 0):
-                tags.append(f"QoS: {e['qos']} before {s['qos']} at priority {s['priority']}")
-            elif e["priority"] is not None and s["priority"] is not None and e["priority"] != s["priority"]:
-                higher = "higher" if e["priority"] > s["priority"] else "lower"
-                tags.append(f"{higher} priority {e['priority']} instead of {s['priority']}")
-    return text + (f": {'; '.join(dict.fromkeys(tags))}" if tags else "")
-
-
-_QOS_RANK = {"BestEffort": 0, "Burstable": 1, "Guaranteed": 2}
-
-
-def args_report(*, view: ClusterView, pod: Pod, node_names: Sequence[str]) -> dict:
-    """What reprieve's filter and prioritize answer for an ExtenderArgs body (either verb's)."""
-    decision = filter_nodes(view=view, pod=pod, node_names=node_names)
-    scores = {s.node: s.score for s in score_nodes(view=view, pod=pod, node_names=node_names)}
-    rows = []
-    for name in node_names:
-        info = view.nodes.get(name)
-        short = stock.shortfall(view=view, pod=pod, node=info) if info is not None else {}
-        reason = decision.rejected.get(name, "")
-        if short and not reason:
-            reason = (
-                f"passed though short of {resources.describe(short)} here: reprieve leaves resource "
-                "shortages to the scheduler's own filters (its view is fresher)"
-            )
-        elif info is None:
-            reason = "node unknown to the snapshot: filter passes it"
-        rows.append(
-            {
-                "name": name,
-                "known": info is not None,
-                "fits": None if info is None else not short,
-                "filter": "rejected" if name in decision.rejected else "passed",
-                "reason": reason,
-                "score": scores.get(name),
-            }
-        )
-    return {
-        "version": VERSION,
-        "kind": "filter-prioritize",
-        "pod": _pod(pod),
-        "filter": {"passed": list(decision.passed), "rejected": dict(decision.rejected)},
-        "prioritize": [{"node": n, "score": s} for n, s in scores.items()],
-        "nodes": rows,
-    }
 
 
 def as_json(report: Mapping[str, Any]) -> bytes:

@@ -91,7 +91,8 @@ def _node(row: dict) -> list[str]:
     s, r = row["stock"], row["reprieve"]
     lines += _side("stock", _stock_status(s), s["victims"], s["reasons"])
     if r["verdict"] is None:
-        lines += _side("reprieve", "not asked (not a stock candidate)", [], [])
+        why = "does not preempt for this pod" if s["candidate"] else "not asked: not a stock candidate"
+        lines += _side("reprieve", why, [], [])
     else:
         lines += _side("reprieve", _reprieve_status(r), r["victims"], r["reasons"])
     return lines
