@@ -86,7 +86,7 @@ def preemption_report(
     }
 
 
-def _stock_costs(view: ClusterView, proposals: Mapping[str, Proposal]) -> dict[str, stock.Cost]:
+def _stock_costs(view: ClusterView, proposals: Mapping[str, Proposal]) -> dict[str, ranking.Cost]:
     """Upstream's ranking keys; nodes with a victim the snapshot does not know are left out."""
     costs = {}
     for name, proposal in proposals.items():
@@ -200,15 +200,10 @@ def _cost(cost: ranking.Cost) -> dict:
     }
 
 
-def _stock_cost(cost: stock.Cost) -> dict:
-    violations, top, shifted, count, start = cost.key
-    return {
-        "pdb_violations": violations,
-        "highest_priority": top,
-        "priority_sum": shifted - count * 2**31,
-        "victims": count,
-        "top_victims_start": _time(-start),
-    }
+def _stock_cost(cost: ranking.Cost) -> dict:
+    shown = _cost(cost)
+    del shown["guaranteed"], shown["burstable"]  # not upstream criteria (always 0 in its key)
+    return shown
 
 
 def _victims(view: ClusterView, uids: Iterable[str]) -> list[dict]:
