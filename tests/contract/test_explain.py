@@ -317,3 +317,13 @@ def test_bad_snapshot_and_real_exit_status(tmp_path):
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.strip() == f"reprieve: cannot read snapshot {tmp_path / 'none.yaml'}: No such file or directory"
+
+
+def test_readme_shows_real_output(capsys):
+    # The README's "See what reprieve decides" pastes this run's table: it must stay true.
+    readme = (ROOT / "README.md").read_text()
+    command = "reprieve explain --snapshot examples/cluster.yaml --pod examples/pods/checkout-0.yaml --nodes node-a,node-d"
+    after = readme.split(command + "\n```\n```\n", 1)[1]
+    pasted = after.split("\n```\n", 1)[0] + "\n"
+    _, out, _ = run(capsys, *command.split()[2:])
+    assert out == pasted
