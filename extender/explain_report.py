@@ -86,7 +86,7 @@ def preemption_report(
     }
 
 
-def _stock_costs(view: ClusterView, proposals: Mapping[str, Proposal]) -> dict[str, ranking.Cost]:
+def _stock_costs(view: ClusterView, proposals: Mapping[str, Proposal]) -> dict[str, stock.Cost]:
     """Upstream's ranking keys; nodes with a victim the snapshot does not know are left out."""
     costs = {}
     for name, proposal in proposals.items():
@@ -152,7 +152,7 @@ def _stock_side(view, name, fits, refusal, dry, proposal, pick: stock.Pick) -> d
         side["status"] = "candidate"
         side["victims"] = _victims(view, proposal.uids)
         side["pdb_violations"] = proposal.num_pdb_violations
-        side["cost"] = _stock_cost(pick.costs[name]) if name in pick.costs else None
+        side["cost"] = _cost(pick.costs[name].key, stock.CRITERIA) if name in pick.costs else None
         side["reasons"] = [*(dry.reasons if dry else ()), *([pick.reasons[name]] if name in pick.reasons else [])]
         if name not in pick.ranks:
             side["reasons"].append("not ranked: a victim is not in the snapshot")
@@ -180,29 +180,32 @@ def _reprieve_side(view, outcome: NodeOutcome | None, proposal, costs: Mapping[s
         "violated_budgets": list(outcome.violations.budgets),
         "kept_scheduler_victims": outcome.kept_scheduler_victims,
         "rank": (1 + sum(c.key < cost.key for c in costs.values())) if cost else None,
-        "cost": _cost(cost) if cost else None,
+        "cost": _cost(cost.key, ranking.CRITERIA) if cost else None,
         "offered": outcome.verdict in (Verdict.CHOSEN, Verdict.PASSED_THROUGH),
         "chosen": outcome.node in final.tied,
         "reasons": [_readable(r) for r in outcome.reasons],
     }
 
 
-def _cost(cost: ranking.Cost) -> dict:
-    violations, top, guaranteed, burstable, shifted, count, start = cost.key
-    return {
-        "pdb_violations": violations,
-        "highest_priority": None if top == -float("inf") else top,
-        "guaranteed": guaranteed,
-        "burstable": burstable,
-        "priority_sum": shifted - count * 2**31,
-        "victims": count,
-        "top_victims_start": _time(-start),
-    }
+# Ranking criteria (policy.ranking.CRITERIA, policy.stock.CRITERIA) -> JSON field names.
+_COST_FIELDS = {
+    "PDB violations": "pdb_violations",
+    "highest victim priority": "highest_priority",
+    "Guaranteed victims": "guaranteed",
+    "Burstable victims": "burstable",
+    "sum of victim priorities": "priority_sum",
+    "victims": "victims",
+    "start of the most important victims (later is better)": "top_victims_start",
+}
 
 
-def _stock_cost(cost: ranking.Cost) -> dict:
-    shown = _cost(cost)
-    del shown["guaranteed"], shown["burstable"]  # not upstream criteria (always 0 in its key)
+def _cost(key: tuple, criteria: Sequence[str]) -> dict:
+    """A ranking key by name; a criterion not listed above gets its name in snake_case."""
+    shown = {_COST_FIELDS.get(c, re.sub(r"\W+", "_", c).strip("_").lower()): v for c, v in zip(criteria, key)}
+    shown["priority_sum"] -= shown["victims"] * 2**31  # the plain sum; compared shifted per victim
+    shown["top_victims_start"] = _time(-shown["top_victims_start"])
+    if shown["highest_priority"] == -float("inf"):  # every victim terminating
+        shown["highest_priority"] = None
     return shown
 
 

@@ -24,13 +24,20 @@ from dataclasses import dataclass
 
 from policy import resources
 from policy.causes import Cause
-from policy.ranking import CRITERIA, Cost
 from policy.model import Pod
 from policy.pdb import BudgetsOf
 from policy.preempt import Proposal
 from policy.view import ClusterView, NodeInfo
 
 _SHIFT = 2**31  # upstream adds MaxInt32+1 to each priority so that negative ones sum sensibly
+
+CRITERIA = (
+    "PDB violations",
+    "highest victim priority",
+    "sum of victim priorities",
+    "victims",
+    "start of the most important victims (later is better)",
+)
 
 
 def shortfall(*, view: ClusterView, pod: Pod, node: NodeInfo) -> dict[str, int]:
@@ -161,15 +168,36 @@ def select_victims(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Cost:
+    """A candidate's key for ``pickOneNodeForPreemption``; smaller is better, criterion by criterion.
+
+    Not policy.ranking.Cost: reprieve's key grows with its own policy, upstream's is fixed.
+    """
+
+    key: tuple
+
+    def versus(self, winner: "Cost") -> str:
+        """Why ``winner`` ranks before this cost: the first criterion on which they differ."""
+        step = next(i for i, (a, b) in enumerate(zip(self.key, winner.key)) if a != b)
+        return f"{CRITERIA[step]} {self._show(step)} here vs {winner._show(step)}"
+
+    def _show(self, step: int) -> str:
+        value = self.key[step]
+        if step == 2:  # undo the shift: the plain sum of victim priorities
+            return str(value - self.key[3] * _SHIFT)
+        if step == 4:
+            return "unknown (now)" if value == -math.inf else f"{-value:.0f}s since the epoch"
+        return str(value)
+
+
 def cost(victims: Sequence[Pod], num_pdb_violations: int) -> Cost:
     """The score functions of ``pickOneNodeForPreemption``, as one lexicographic key.
 
     Applying upstream's functions one after the other, each keeping the best nodes, leaves
-    exactly the nodes with the smallest key. Upstream's criteria are reprieve's
-    (policy.ranking) without the two QoS ones, which stay 0 here so that they never decide;
-    unlike reprieve, upstream counts terminating victims too. ``victims`` must be non-empty
-    and in the order the proposal lists them: upstream reads the highest priority from the
-    first victim.
+    exactly the nodes with the smallest key. Unlike reprieve (policy.ranking), upstream has
+    no QoS criteria and counts terminating victims too. ``victims`` must be non-empty and in
+    the order the proposal lists them: upstream reads the highest priority from the first.
     """
     top = max(p.priority for p in victims)  # GetEarliestPodStartTime's "highest priority"
     starts = [p.start_time if p.start_time is not None else math.inf for p in victims if p.priority == top]
@@ -177,8 +205,6 @@ def cost(victims: Sequence[Pod], num_pdb_violations: int) -> Cost:
         (
             num_pdb_violations,
             victims[0].priority,
-            0,  # Guaranteed victims: not an upstream criterion
-            0,  # Burstable victims: not an upstream criterion
             sum(p.priority + _SHIFT for p in victims),
             len(victims),
             -min(starts),
