@@ -112,10 +112,11 @@ def _from_request(view: ClusterView, path: Path, source: dict, rules: Rules | No
     except OSError as exc:
         raise ConfigError(f"--request {path}: cannot read: {exc.strerror}") from None
     try:
-        keys = orjson.loads(body)
+        doc = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise ConfigError(f"--request {path}: not JSON: {exc}") from None
-    preempt = isinstance(keys, dict) and ("NodeNameToMetaVictims" in keys or "NodeNameToVictims" in keys)
+    # filter and prioritize send ExtenderArgs, preempt ExtenderPreemptionArgs: tell them apart by key.
+    preempt = isinstance(doc, dict) and ("NodeNameToMetaVictims" in doc or "NodeNameToVictims" in doc)
     try:
         args = wire.parse(wire.ExtenderPreemptionArgs if preempt else wire.ExtenderArgs, body)
     except BadRequest as exc:

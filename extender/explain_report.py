@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from policy import ranking, resources, stock
 from policy.filter import filter_nodes
@@ -47,17 +48,21 @@ def preemption_report(
     # The one call into reprieve's policy, exactly as the preempt verb makes it.
     decision = decide(view=view, preemptor=preemptor, proposals=proposals, rules=rules, now=None)
 
-    stock_pick = stock.pick(_stock_costs(view, proposals))
-    # The scheduler then picks among reprieve's answer with its own rules (E-1, C-2).
-    final = stock.pick(_stock_costs(view, decision.answer))
     outcomes = {o.node: o for o in decision.outcomes}
-    reprieve_costs = {n: o.cost for n, o in outcomes.items() if o.cost is not None}
-    names = list(node_names) if node_names is not None else sorted(proposals)
-    rows = [
-        _node_row(view, name, fits, refusal, dry_run.get(name), proposals.get(name), stock_pick, outcomes.get(name), reprieve_costs, final)
-        for name in names
-    ]
-    differences = _differences(rows, stock_pick, final, decision)
+    both = _Both(
+        view=view,
+        fits=fits,
+        refusal=refusal,
+        dry_run=dry_run,
+        proposals=proposals,
+        pick=stock.pick(_stock_costs(view, proposals)),
+        outcomes=outcomes,
+        costs={n: o.cost for n, o in outcomes.items() if o.cost is not None},
+        # The scheduler then picks among reprieve's answer with its own rules (E-1, C-2).
+        final=stock.pick(_stock_costs(view, decision.answer)),
+    )
+    rows = [_node_row(both, name) for name in (node_names if node_names is not None else sorted(proposals))]
+    differences = _differences(rows, both.pick, both.final, decision)
     return {
         "version": VERSION,
         "kind": "preemption",
@@ -67,16 +72,16 @@ def preemption_report(
             "fits": fits,
             "stock": {
                 "refusal": refusal,
-                "chosen": stock_pick.chosen,
-                "tied": list(stock_pick.tied),
-                "victims": _victims(view, proposals[stock_pick.chosen].uids) if stock_pick.chosen else [],
+                "chosen": both.pick.chosen,
+                "tied": list(both.pick.tied),
+                "victims": _victims(view, proposals[both.pick.chosen].uids) if both.pick.chosen else [],
             },
             "reprieve": {
                 "refusal": decision.refusal.value,
                 "offered": list(decision.answer),
-                "chosen": final.chosen,
-                "tied": list(final.tied),
-                "victims": _victims(view, decision.answer[final.chosen].uids) if final.chosen else [],
+                "chosen": both.final.chosen,
+                "tied": list(both.final.tied),
+                "victims": _victims(view, decision.answer[both.final.chosen].uids) if both.final.chosen else [],
                 "reasons": list(decision.reasons),
             },
             "differs": bool(differences),
@@ -84,6 +89,21 @@ def preemption_report(
         "nodes": rows,
         "differences": differences,
     }
+
+
+@dataclass(frozen=True)
+class _Both:
+    """Both decisions, for the per-node rows."""
+
+    view: ClusterView
+    fits: list[str] | None  # None for a request: not asked
+    refusal: str  # stock's
+    dry_run: Mapping[str, stock.Victims | stock.NotCandidate]
+    proposals: Mapping[str, Proposal]  # the scheduler's, as reprieve receives them
+    pick: stock.Pick  # stock's choice among the proposals
+    outcomes: Mapping[str, NodeOutcome]  # reprieve's, by node
+    costs: Mapping[str, ranking.Cost]  # reprieve's ranking keys
+    final: stock.Pick  # the scheduler's choice among reprieve's answer
 
 
 def _stock_costs(view: ClusterView, proposals: Mapping[str, Proposal]) -> dict[str, stock.Cost]:
@@ -96,20 +116,9 @@ def _stock_costs(view: ClusterView, proposals: Mapping[str, Proposal]) -> dict[s
     return costs
 
 
-def _node_row(
-    view: ClusterView,
-    name: str,
-    fits: list[str] | None,
-    refusal: str,
-    dry: stock.Victims | stock.NotCandidate | None,
-    proposal: Proposal | None,
-    pick: stock.Pick,
-    outcome: NodeOutcome | None,
-    reprieve_costs: Mapping[str, ranking.Cost],
-    final: stock.Pick,
-) -> dict:
-    stock_side = _stock_side(view, name, fits, refusal, dry, proposal, pick)
-    reprieve_side = _reprieve_side(view, outcome, proposal, reprieve_costs, final)
+def _node_row(both: _Both, name: str) -> dict:
+    stock_side = _stock_side(both, name)
+    reprieve_side = _reprieve_side(both, name)
     differs = []
     if stock_side["candidate"] and reprieve_side["verdict"] in ("dropped", None):
         differs.append("candidate")
@@ -118,21 +127,22 @@ def _node_row(
             differs.append("victims")
         if stock_side["pdb_violations"] != reprieve_side["pdb_violations"]:
             differs.append("pdb_violations")
-    if (name in pick.tied) != (name in final.tied):
+    if (name in both.pick.tied) != (name in both.final.tied):
         differs.append("chosen")
     return {
         "name": name,
-        "fits": None if fits is None else name in fits,
+        "fits": None if both.fits is None else name in both.fits,
         "stock": stock_side,
         "reprieve": reprieve_side,
         "differs": differs,
     }
 
 
-def _stock_side(view, name, fits, refusal, dry, proposal, pick: stock.Pick) -> dict:
+def _stock_side(both: _Both, name: str) -> dict:
+    pick, proposal, dry = both.pick, both.proposals.get(name), both.dry_run.get(name)
     side = {
         "candidate": proposal is not None,
-        "status": "",
+        "status": "not evaluated",
         "victims": [],
         "pdb_violations": None,
         "cost": None,
@@ -140,29 +150,27 @@ def _stock_side(view, name, fits, refusal, dry, proposal, pick: stock.Pick) -> d
         "chosen": name in pick.tied,
         "reasons": [],
     }
-    if fits is not None and name in fits:
+    if both.fits is not None and name in both.fits:
         side["status"] = "fits without preemption"
-    elif refusal:
-        side["status"] = "not evaluated"
-        side["reasons"] = [refusal]
+    elif both.refusal:
+        side["reasons"] = [both.refusal]
     elif isinstance(dry, stock.NotCandidate):
         side["status"] = f"not a candidate: {dry.cause.value}"
         side["reasons"] = [dry.reason]
     elif proposal is not None:
         side["status"] = "candidate"
-        side["victims"] = _victims(view, proposal.uids)
+        side["victims"] = _victims(both.view, proposal.uids)
         side["pdb_violations"] = proposal.num_pdb_violations
         side["cost"] = _cost(pick.costs[name].key, stock.CRITERIA) if name in pick.costs else None
         side["reasons"] = [*(dry.reasons if dry else ()), *([pick.reasons[name]] if name in pick.reasons else [])]
         if name not in pick.ranks:
             side["reasons"].append("not ranked: a victim is not in the snapshot")
-    else:
-        side["status"] = "not evaluated"
     side["reasons"] = [_readable(r) for r in side["reasons"]]
     return side
 
 
-def _reprieve_side(view, outcome: NodeOutcome | None, proposal, costs: Mapping[str, ranking.Cost], final: stock.Pick) -> dict:
+def _reprieve_side(both: _Both, name: str) -> dict:
+    outcome, proposal = both.outcomes.get(name), both.proposals.get(name)
     if outcome is None:
         return {
             "verdict": None, "cause": "", "victims": [], "pdb_violations": None, "violated_budgets": [],
@@ -171,18 +179,18 @@ def _reprieve_side(view, outcome: NodeOutcome | None, proposal, costs: Mapping[s
         }  # fmt: skip
     passed = outcome.verdict is Verdict.PASSED_THROUGH
     uids = proposal.uids if passed else tuple(p.uid for p in outcome.victims)
-    cost = costs.get(outcome.node)
+    cost = both.costs.get(name)
     return {
         "verdict": outcome.verdict.value,
         "cause": outcome.cause.value,
-        "victims": _victims(view, uids),
+        "victims": _victims(both.view, uids),
         "pdb_violations": proposal.num_pdb_violations if passed else (outcome.violations.count if cost else None),
         "violated_budgets": list(outcome.violations.budgets),
         "kept_scheduler_victims": outcome.kept_scheduler_victims,
-        "rank": (1 + sum(c.key < cost.key for c in costs.values())) if cost else None,
+        "rank": (1 + sum(c.key < cost.key for c in both.costs.values())) if cost else None,
         "cost": _cost(cost.key, ranking.CRITERIA) if cost else None,
         "offered": outcome.verdict in (Verdict.CHOSEN, Verdict.PASSED_THROUGH),
-        "chosen": outcome.node in final.tied,
+        "chosen": name in both.final.tied,
         "reasons": [_readable(r) for r in outcome.reasons],
     }
 
