@@ -75,6 +75,7 @@ def preemption_report(
                 "chosen": both.pick.chosen,
                 "tied": list(both.pick.tied),
                 "victims": _victims(view, proposals[both.pick.chosen].uids) if both.pick.chosen else [],
+                "unranked": [n for n in proposals if n not in both.pick.costs],
             },
             "reprieve": {
                 "refusal": decision.refusal.value,
@@ -82,6 +83,7 @@ def preemption_report(
                 "chosen": both.final.chosen,
                 "tied": list(both.final.tied),
                 "victims": _victims(view, decision.answer[both.final.chosen].uids) if both.final.chosen else [],
+                "unranked": [n for n in decision.answer if n not in both.final.costs],
                 "reasons": list(decision.reasons),
             },
             "differs": bool(differences),

@@ -82,6 +82,8 @@ def _choice(label: str, side: dict, mark: bool = False) -> list[str]:
         also = f" (tied with {', '.join(tied)}: picked at random)" if tied else ""
         victims = ", ".join(v["name"] or v["uid"] for v in side["victims"])
         text = f"preempts on {side['chosen']}{also}, evicting {victims}"
+    if side["unranked"]:
+        text += f"; not ranked, a victim unknown to the snapshot: {', '.join(side['unranked'])}"
     return _wrap(text + (f"  {MARK}" if mark else ""), label, " " * len(label))
 
 

@@ -327,3 +327,26 @@ def test_readme_shows_real_output(capsys):
     pasted = after.split("\n```\n", 1)[0] + "\n"
     _, out, _ = run(capsys, *command.split()[2:])
     assert out == pasted
+
+
+def test_request_with_nodes_and_victims_the_snapshot_does_not_know(capsys, tmp_path):
+    body = json.loads((REQUESTS / "preempt.json").read_text())
+    body["NodeNameToMetaVictims"]["ghost"] = {"Pods": [{"UID": "nobody"}], "NumPDBViolations": 0}
+    body["NodeNameToMetaVictims"]["node-d"] = {"Pods": [{"UID": "unknown-uid"}], "NumPDBViolations": 0}
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(body))
+    result = report(capsys, "--snapshot", str(EXAMPLE), "--request", str(request))
+    # reprieve returns both exactly as received; neither can be ranked from the snapshot.
+    ghost, d = row(result, "ghost"), row(result, "node-d")
+    assert (ghost["reprieve"]["verdict"], ghost["reprieve"]["cause"]) == ("passed through", "unknown node")
+    assert (d["reprieve"]["verdict"], d["reprieve"]["cause"]) == ("passed through", "unknown victim")
+    assert d["reprieve"]["victims"] == [
+        {"uid": "unknown-uid", "name": None, "priority": None, "qos": None, "pdbs": [], "start_time": None, "terminating": None}
+    ]
+    p = result["preemption"]
+    assert p["reprieve"]["offered"] == ["ghost", "node-a", "node-d"]
+    assert p["stock"]["unranked"] == p["reprieve"]["unranked"] == ["ghost", "node-d"]
+    assert p["stock"]["chosen"] == p["reprieve"]["chosen"] == "node-a"
+    code, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--request", str(request))
+    assert code == 0 and "UID unknown-uid (not in the snapshot)" in out
+    assert all(len(line) <= 80 for line in out.splitlines())
