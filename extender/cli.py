@@ -51,6 +51,17 @@ def _parser() -> argparse.ArgumentParser:
     cluster = check.add_mutually_exclusive_group()
     cluster.add_argument("--snapshot", help="judge the queues against this cluster dump")
     cluster.add_argument("--kubeconfig", help="judge the queues against the cluster this kubeconfig points at")
+    explain = commands.add_parser(
+        "explain", help="show, offline, what reprieve and stock preemption decide for a pod (docs/explain.md)"
+    )
+    explain.add_argument("--snapshot", required=True, help="cluster dump to decide from")
+    what = explain.add_mutually_exclusive_group(required=True)
+    what.add_argument("--pod", help="the pending pod: a Pod file (YAML or JSON) or NAMESPACE/NAME in the snapshot")
+    what.add_argument("--request", help="a captured extender request body (filter, prioritize or preempt)")
+    explain.add_argument("--nodes", help="with --pod: only these nodes, comma-separated (default: every node)")
+    explain.add_argument("--output", choices=["table", "json"], default="table")
+    _policy_flag(explain)
+    explain.set_defaults(log_level="WARNING")
     return parser
 
 
@@ -65,7 +76,7 @@ def _policy_flag(command: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logs.configure(getattr(args, "log_level", "WARNING"))
-    commands = {"serve": _serve, "check-policy": _check_policy}
+    commands = {"serve": _serve, "check-policy": _check_policy, "explain": _explain}
     try:
         return commands[args.command](args)
     except ReprieveError as exc:
@@ -153,6 +164,25 @@ def _serve(args: argparse.Namespace) -> int:
     else:
         raise ConfigError("serve needs one of --snapshot PATH, --kubeconfig PATH or --in-cluster")
     Server(build, bind=settings.bind, threads=settings.threads).run()
+    return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    import time
+
+    from extender import explain, policy_file
+
+    rules = policy_file.load(args.policy) if args.policy else None
+    report = explain.run(
+        snapshot_path=args.snapshot,
+        pod=args.pod,
+        request=args.request,
+        nodes=args.nodes,
+        output=args.output,
+        rules=rules,
+        now=time.time(),
+    )
+    sys.stdout.write(report)
     return 0
 
 

@@ -206,9 +206,15 @@ def _reprieve(node, request, kept, candidates, tier) -> tuple[list[Pod], int]:
 
 
 def _protections(protected: dict[str, str], limit: int = 3) -> str:
-    shown = [f"{key} ({why})" for key, why in sorted(protected.items())[:limit]]
-    more = len(protected) - limit
-    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+    """``a, b (why); c (why)``: pods grouped by reason, a few names per reason."""
+    by_reason: dict[str, list[str]] = {}
+    for key, why in sorted(protected.items()):
+        by_reason.setdefault(why, []).append(key)
+    parts = []
+    for why, keys in by_reason.items():
+        more = len(keys) - limit
+        parts.append(", ".join(keys[:limit]) + (f" and {more} more" if more > 0 else "") + f" ({why})")
+    return "; ".join(parts)
 
 
 def _only(vector: resources.Vector, names: Iterable[str]) -> dict[str, int]:

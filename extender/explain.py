@@ -1,0 +1,146 @@
+"""``reprieve explain``: reprieve's decision and stock preemption's, side by side, offline.
+
+Inputs (the snapshot, a pod or a captured request) are read here; extender.explain_report
+builds the report, a plain dict, from policy's decisions; it is rendered as JSON here or as
+a table by extender.explain_table. docs/explain.md documents every field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pydantic
+import yaml
+
+from extender import explain_table, kube, snapshot, translate, wire
+from extender.errors import BadRequest, ConfigError
+from extender.explain_report import args_report, preemption_report
+from policy.model import Pod
+from policy.preempt import Proposal
+from policy.tenancy import Rules
+from policy.view import ClusterView
+
+
+def run(
+    *,
+    snapshot_path: str,
+    pod: str | None = None,
+    request: str | None = None,
+    nodes: str | None = None,
+    output: str = "table",
+    rules: Rules | None = None,
+    now: float | None = None,
+) -> str:
+    """The report for ``reprieve explain``, rendered; bad input raises a ReprieveError.
+    ``now`` (seconds since the epoch) is when the preemption delay of ``rules`` is judged."""
+    view = snapshot.load(snapshot_path)
+    source = {"snapshot": snapshot_path, "pod": pod, "request": request, "nodes": None}
+    if request is not None:
+        if nodes is not None:
+            raise ConfigError("--nodes goes with --pod; a request names its own nodes")
+        report = _from_request(view, Path(request), source, rules, now)
+    else:
+        names = _node_names(view, nodes)
+        source["nodes"] = names if nodes is not None else None
+        report = preemption_report(view=view, preemptor=load_pod(view, pod), node_names=names, rules=rules, now=now)
+        report["input"] = source
+    if output == "json":
+        return as_json(report).decode() + "\n"
+    return explain_table.render(report)
+
+
+def _node_names(view: ClusterView, nodes: str | None) -> list[str]:
+    if nodes is None:
+        return sorted(view.nodes)
+    names = [n.strip() for n in nodes.split(",") if n.strip()]
+    if not names:
+        raise ConfigError("--nodes: expected a comma-separated list of node names")
+    unknown = [n for n in names if n not in view.nodes]
+    if unknown:
+        raise ConfigError(f"--nodes: unknown node {unknown[0]!r} (the snapshot has {', '.join(sorted(view.nodes))})")
+    return list(dict.fromkeys(names))
+
+
+def load_pod(view: ClusterView, spec: str) -> Pod:
+    """The preemptor: a Pod file (YAML or JSON), or NAMESPACE/NAME of a pod in the snapshot."""
+    path = Path(spec)
+    if path.is_file() or path.suffix in (".yaml", ".yml", ".json"):
+        return _pod_from_file(view, path)
+    found = [p for p in view.pods.values() if p.key == spec]
+    if not found:
+        raise ConfigError(f"--pod {spec}: no such file, and no pod {spec} in the snapshot (give NAMESPACE/NAME or a file)")
+    pod = found[0]
+    if pod.node_name is not None:
+        raise ConfigError(f"--pod {spec}: already bound to {pod.node_name}; explain places a pending pod")
+    return pod
+
+
+def _pod_from_file(view: ClusterView, path: Path) -> Pod:
+    try:
+        docs = [d for d in yaml.safe_load_all(path.read_bytes()) if d is not None]
+    except OSError as exc:
+        raise ConfigError(f"--pod {path}: cannot read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--pod {path}: not valid YAML or JSON: {_one_line(exc)}") from None
+    if len(docs) != 1 or not isinstance(docs[0], dict):
+        raise ConfigError(f"--pod {path}: expected exactly one Pod object")
+    obj = docs[0]
+    if obj.get("kind", "Pod") != "Pod":
+        raise ConfigError(f"--pod {path}: kind is {obj.get('kind')!r}, expected Pod")
+    try:
+        parsed = kube.Pod.model_validate(obj)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(f"--pod {path}: {kube.describe_validation(exc)}") from None
+    return _preemptor(view, parsed, f"--pod {path}")
+
+
+def _preemptor(view: ClusterView, parsed: kube.Pod, where: str) -> Pod:
+    spec = parsed.spec
+    if not parsed.metadata.name:
+        raise ConfigError(f"{where}: metadata.name: required")
+    if spec.nodeName:
+        raise ConfigError(f"{where}: spec.nodeName is set ({spec.nodeName}); explain places a pending pod")
+    if spec.priority is None and spec.priorityClassName and spec.priorityClassName not in view.priority_classes:
+        raise ConfigError(f"{where}: spec.priorityClassName: no PriorityClass {spec.priorityClassName!r} in the snapshot")
+    return translate.pod_record(parsed, view.priority_classes)
+
+
+def _from_request(view: ClusterView, path: Path, source: dict, rules: Rules | None, now: float | None) -> dict:
+    try:
+        body = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"--request {path}: cannot read: {exc.strerror}") from None
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ConfigError(f"--request {path}: not JSON: {exc}") from None
+    # filter and prioritize send ExtenderArgs, preempt ExtenderPreemptionArgs: tell them apart by key.
+    preempt = isinstance(doc, dict) and ("NodeNameToMetaVictims" in doc or "NodeNameToVictims" in doc)
+    try:
+        args = wire.parse(wire.ExtenderPreemptionArgs if preempt else wire.ExtenderArgs, body)
+    except BadRequest as exc:
+        raise ConfigError(f"--request {path}: {exc}") from None
+    preemptor = _preemptor(view, args.pod, f"--request {path}: Pod")
+    if preempt:
+        proposals = {n: Proposal(uids, count) for n, (uids, count) in args.proposals().items()}
+        report = preemption_report(view=view, preemptor=preemptor, proposals=proposals, rules=rules, now=now)
+    else:
+        try:
+            names = args.candidate_names()
+        except BadRequest as exc:
+            raise ConfigError(f"--request {path}: {exc}") from None
+        report = args_report(view=view, pod=preemptor, node_names=names)
+    report["input"] = source
+    return report
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+def as_json(report: Mapping[str, Any]) -> bytes:
+    """Stable JSON: sorted keys, two-space indent."""
+    return orjson.dumps(report, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2)

@@ -1,0 +1,352 @@
+"""`reprieve explain`: table and JSON on the example snapshot, requests, and bad input.
+
+The expectations are worked out by hand from examples/cluster.yaml (four 4-cpu nodes):
+- node-a runs web-a1 (1000, 1 cpu) and batch/report-1 (100, 1 cpu, Burstable, started
+  11-20 09:40), batch/report-2 (100, 1 cpu, Guaranteed, started 11-21 17:20), scratch-a
+  (100, BestEffort): 1 cpu free.
+- node-b: web-b2 (1000, 1), etl-0 (100, 1.5, G), etl-1 (100, 1.5, B); batch/etl allows 0.
+- node-c: web-c3 (1000, 1), notebook-0 (100, 1): 2 free, held for ml/trainer-0 (10000, 2).
+- node-d: coredns (100000), infer-0 (10000, 1), backfill-0 (100, 2, B, started 11-21 09:00).
+shop/checkout-0 (10000, 2 cpu) fits nowhere. Stock, per node (slack = 4 - kept - 2):
+- node-a: all four lower; slack 2: web-a1 back (1), scratch-a back (pod slot), report-1
+  (older than report-2) back (0); report-2 goes. 0 violations.
+- node-b: slack 2; etl-0, etl-1 violating (allowance 0) go back first: etl-0 (0.5 left),
+  etl-1 cannot (1 violation), web-b2 cannot. Victims web-b2, etl-1.
+- node-c: slack 4 - 2 (held) - 2 = 0: web-c3 and notebook-0 both go.
+- node-d: slack 4 - 1.1 - 2 = 0.9: backfill-0 goes.
+Stock ranking: b has a violation; c's top victim is 1000; a and d tie on 100, sum and count;
+a's top victim started later (11-21 17:20 vs 09:00): node-a, evicting report-2.
+reprieve evicts report-1 on node-a instead (Burstable before Guaranteed), and then node-d wins
+its ranking: same QoS counts, and backfill-0 (11-21 09:00) started after report-1 (11-20).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from extender import explain
+from extender.app import create_app
+from extender.cli import main
+from extender.cluster import StaticCluster
+from extender.config import Settings
+from tests.conftest import EXAMPLE, ROOT
+
+CHECKOUT = ROOT / "examples" / "pods" / "checkout-0.yaml"
+REQUESTS = ROOT / "examples" / "requests"
+PDB_COUNT = Path(__file__).parent / "explain" / "pdb-count.yaml"
+DOCS = ROOT / "docs" / "explain.md"
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["explain", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def report(capsys, *args: str) -> dict:
+    code, out, err = run(capsys, *args, "--output", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def names(victims) -> list[str]:
+    return [v["name"] for v in victims]
+
+
+def row(result: dict, node: str) -> dict:
+    return next(r for r in result["nodes"] if r["name"] == node)
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_json_on_the_example_shows_stock_and_reprieve_disagree(capsys):
+    result = report(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT))
+    p = result["preemption"]
+    assert p["needed"] is True and p["fits"] == []
+    assert p["stock"]["chosen"] == "node-a" and names(p["stock"]["victims"]) == ["batch/report-2"]
+    assert p["reprieve"]["offered"] == ["node-d"]
+    assert p["reprieve"]["chosen"] == "node-d" and names(p["reprieve"]["victims"]) == ["analytics/backfill-0"]
+    assert p["differs"] is True
+
+    a = row(result, "node-a")
+    assert names(a["stock"]["victims"]) == ["batch/report-2"] and a["stock"]["rank"] == 1
+    assert names(a["reprieve"]["victims"]) == ["batch/report-1"]
+    assert a["reprieve"]["verdict"] == "outranked" and a["reprieve"]["rank"] == 2
+    assert a["differs"] == ["victims", "chosen"]
+    b = row(result, "node-b")
+    assert names(b["stock"]["victims"]) == names(b["reprieve"]["victims"]) == ["shop/web-7d4b9c-b2", "batch/etl-1"]
+    assert b["stock"]["pdb_violations"] == b["reprieve"]["pdb_violations"] == 1
+    assert b["reprieve"]["violated_budgets"] == ["batch/etl"]
+    assert b["stock"]["victims"][0]["pdbs"] == ["shop/web"]
+    assert (b["stock"]["rank"], b["reprieve"]["rank"], b["differs"]) == (4, 4, [])
+    c = row(result, "node-c")
+    assert names(c["reprieve"]["victims"]) == ["shop/web-7d4b9c-c3", "analytics/notebook-0"]
+    assert any("room held for nominated ml/trainer-0" in r for r in c["reprieve"]["reasons"])
+    assert (c["stock"]["rank"], c["reprieve"]["rank"]) == (3, 3)
+    d = row(result, "node-d")
+    assert d["reprieve"]["verdict"] == "chosen" and d["reprieve"]["chosen"] is True
+    assert (d["stock"]["rank"], d["reprieve"]["rank"], d["differs"]) == (2, 1, ["chosen"])
+    assert d["stock"]["cost"] == {
+        "pdb_violations": 0,
+        "highest_priority": 100,
+        "priority_sum": 100,
+        "victims": 1,
+        "top_victims_start": "2026-11-21T09:00:00Z",
+    }
+
+    assert result["differences"][0].startswith("reprieve preempts on node-d, stock on node-a")
+    assert "node-a: reprieve evicts batch/report-1 instead of batch/report-2: QoS: Burstable before Guaranteed at priority 100" in result["differences"]
+
+
+def test_table_on_the_example_marks_the_differences(capsys):
+    code, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT))
+    assert code == 0
+    text = flat(out)
+    assert "Stock kube-scheduler: preempts on node-a, evicting batch/report-2" in text
+    assert "reprieve: preempts on node-d, evicting analytics/backfill-0 *" in text
+    assert "* node-a: reprieve evicts batch/report-1 instead of batch/report-2: QoS: Burstable before Guaranteed at priority 100" in text
+    assert "node-a * differs: victims, chosen" in text
+    assert "evicts batch/report-2 (100, Guaranteed)" in text
+    assert "evicts batch/report-1 (100, Burstable)" in text
+    assert "shop/web-7d4b9c-b2 (1000, Guaranteed, PDB shop/web)" in text
+
+
+def test_json_is_stable_and_sorted(capsys):
+    args = ("--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT), "--output", "json")
+    _, first, _ = run(capsys, *args)
+    _, second, _ = run(capsys, *args)
+    assert first == second
+    assert first == explain.as_json(json.loads(first)).decode() + "\n"
+
+
+def _keys(value, found: set[str]) -> set[str]:
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            found.add(key)
+            _keys(inner, found)
+    elif isinstance(value, list):
+        for inner in value:
+            _keys(inner, found)
+    return found
+
+
+def test_every_json_field_is_documented(capsys):
+    docs = DOCS.read_text()
+    found: set[str] = set()
+    for args in (
+        ("--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT)),
+        ("--snapshot", str(EXAMPLE), "--request", str(REQUESTS / "preempt.json")),
+        ("--snapshot", str(EXAMPLE), "--request", str(REQUESTS / "filter.json")),
+    ):
+        _keys(report(capsys, *args), found)
+    missing = sorted(k for k in found if f"`{k}`" not in docs)
+    assert not missing, f"not in docs/explain.md: {missing}"
+
+
+TABLES = [
+    pytest.param(("--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT)), id="pod-file"),
+    pytest.param(("--snapshot", str(EXAMPLE), "--pod", "ml/trainer-0"), id="pod-in-snapshot-that-fits"),
+    pytest.param(("--snapshot", str(EXAMPLE), "--request", str(REQUESTS / "preempt.json")), id="preempt-request"),
+    pytest.param(("--snapshot", str(EXAMPLE), "--request", str(REQUESTS / "filter.json")), id="filter-request"),
+    pytest.param(("--snapshot", str(EXAMPLE), "--request", str(REQUESTS / "prioritize.json")), id="prioritize-request"),
+    pytest.param(("--snapshot", str(PDB_COUNT), "--pod", "shop/urgent"), id="pdb-count"),
+    pytest.param(
+        (
+            "--snapshot",
+            str(ROOT / "tests/golden/preempt-nocache-scheduler/snapshot.yaml"),
+            "--request",
+            str(ROOT / "tests/golden/preempt-nocache-scheduler/request.json"),
+        ),
+        id="long-names",
+    ),
+]
+
+
+@pytest.mark.parametrize("args", TABLES)
+def test_table_fits_80_columns(capsys, args):
+    code, out, _ = run(capsys, *args)
+    assert code == 0
+    assert out.count("\n") > 5
+    wide = [line for line in out.splitlines() if len(line) > 80]
+    assert not wide
+
+
+def test_preempt_request_uses_its_proposals_and_answers_as_the_verb_does(capsys, example_view):
+    result = report(capsys, "--snapshot", str(EXAMPLE), "--request", str(REQUESTS / "preempt.json"))
+    p = result["preemption"]
+    # The request proposes report-2 on node-a (0 violations) and etl-1, etl-0 on node-b (1).
+    assert p["fits"] is None
+    assert p["stock"]["chosen"] == "node-a" and names(p["stock"]["victims"]) == ["batch/report-2"]
+    assert p["reprieve"]["chosen"] == "node-a" and names(p["reprieve"]["victims"]) == ["batch/report-1"]
+    b = row(result, "node-b")
+    assert names(b["stock"]["victims"]) == ["batch/etl-1", "batch/etl-0"]
+    assert names(b["reprieve"]["victims"]) == ["shop/web-7d4b9c-b2", "batch/etl-1"]
+    assert b["differs"] == ["victims"]
+    assert any(
+        line.startswith("node-b: reprieve evicts shop/web-7d4b9c-b2 instead of batch/etl-0")
+        and "spares a PDB-protected pod (batch/etl-0, batch/etl)" in line
+        for line in result["differences"]
+    )
+    # Exactly what the preempt verb answers for the same body.
+    client = create_app(Settings(), cluster=StaticCluster(example_view)).test_client()
+    answer = client.post("/preempt", data=(REQUESTS / "preempt.json").read_bytes(), content_type="application/json").json
+    offered = {
+        r["name"]: {"Pods": [{"UID": v["uid"]} for v in r["reprieve"]["victims"]], "NumPDBViolations": r["reprieve"]["pdb_violations"]}
+        for r in result["nodes"]
+        if r["reprieve"]["offered"]
+    }
+    assert offered == answer["NodeNameToMetaVictims"]
+
+
+def test_filter_and_prioritize_request(capsys, example_view):
+    result = report(capsys, "--snapshot", str(EXAMPLE), "--request", str(REQUESTS / "filter.json"))
+    assert result["kind"] == "filter-prioritize"
+    a, c = row(result, "node-a"), row(result, "node-c")
+    assert (a["fits"], a["filter"]) == (True, "passed")
+    # node-c: 2 cpu free, but held for ml/trainer-0 (10000 >= 1000).
+    assert (c["fits"], c["filter"]) == (False, "rejected")
+    assert c["reason"] == "fits only in room held for nominated ml/trainer-0 (priority 10000)"
+    result = report(capsys, "--snapshot", str(EXAMPLE), "--request", str(REQUESTS / "prioritize.json"))
+    client = create_app(Settings(), cluster=StaticCluster(example_view)).test_client()
+    answer = client.post("/prioritize", data=(REQUESTS / "prioritize.json").read_bytes(), content_type="application/json").json
+    assert {r["name"]: r["score"] for r in result["nodes"]} == {s["Host"]: s["Score"] for s in answer}
+    assert "reprieve leaves resource shortages" in row(result, "node-b")["reason"]
+
+
+def test_stock_pdb_count_differs_from_reprieves_exact_count(capsys):
+    # n1: web-old (1 cpu, older) and web-big (3 cpu) under a budget allowing 1; n2: cache
+    # (4 cpu, priority 200). urgent needs 3. Stock on n1: web-old spends the allowance in
+    # the split (1-1=0), web-big is violating (-1), cannot come back (slack 1): 1 violation
+    # counted, though evicting web-big alone is within the budget. So stock goes to n2 (0
+    # violations) and evicts priority 200; reprieve counts 0 on n1 and prefers it (100 < 200).
+    result = report(capsys, "--snapshot", str(PDB_COUNT), "--pod", "shop/urgent")
+    p = result["preemption"]
+    assert p["stock"]["chosen"] == "n2" and names(p["stock"]["victims"]) == ["shop/cache"]
+    assert p["reprieve"]["chosen"] == "n1" and names(p["reprieve"]["victims"]) == ["shop/web-big"]
+    n1 = row(result, "n1")
+    assert (n1["stock"]["pdb_violations"], n1["reprieve"]["pdb_violations"]) == (1, 0)
+    assert n1["differs"] == ["pdb_violations", "chosen"]
+    assert "n1: PDB violations 1 by stock's count, 0 by reprieve's exact count" in result["differences"]
+
+
+def test_nodes_restricts_the_dry_run(capsys):
+    # Only node-a and node-b: both pick node-a (node-b violates 1); only the victims differ.
+    result = report(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT), "--nodes", "node-b,node-a")
+    assert [r["name"] for r in result["nodes"]] == ["node-b", "node-a"]
+    assert result["input"]["nodes"] == ["node-b", "node-a"]
+    assert result["preemption"]["stock"]["chosen"] == result["preemption"]["reprieve"]["chosen"] == "node-a"
+    assert [d.split(":")[0] for d in result["differences"]] == ["node-a"]
+
+
+def test_a_pod_that_fits_needs_no_preemption(capsys):
+    # ml/trainer-0 is nominated to node-c: the 2 free cpu held there are its own.
+    result = report(capsys, "--snapshot", str(EXAMPLE), "--pod", "ml/trainer-0")
+    assert result["preemption"]["fits"] == ["node-c"]
+    assert result["preemption"]["needed"] is False
+    assert row(result, "node-c")["stock"]["status"] == "fits without preemption"
+    _, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--pod", "ml/trainer-0")
+    assert "Fits without preemption on: node-c" in out
+
+
+def test_preemption_policy_never(capsys, tmp_path):
+    pod = tmp_path / "polite.yaml"
+    pod.write_text(
+        "kind: Pod\nmetadata: {name: polite, namespace: shop}\n"
+        "spec: {priority: 10000, preemptionPolicy: Never, containers: [{resources: {requests: {cpu: '3'}}}]}\n"
+    )
+    p = report(capsys, "--snapshot", str(EXAMPLE), "--pod", str(pod))["preemption"]
+    assert "preemptionPolicy=Never" in p["stock"]["refusal"]
+    assert p["reprieve"]["refusal"] == "preemptionPolicy Never"
+    assert p["stock"]["chosen"] is None and p["reprieve"]["chosen"] is None
+    assert p["differs"] is False
+
+
+BAD_FILES = {
+    "not-yaml.yaml": "kind: Pod\nmetadata: {name: [\n",
+    "node.yaml": "kind: Node\nmetadata: {name: n}\n",
+    "quantity.yaml": "kind: Pod\nmetadata: {name: p, namespace: ns}\nspec: {containers: [{resources: {requests: {cpu: fast}}}]}\n",
+    "class.yaml": "kind: Pod\nmetadata: {name: p, namespace: ns}\nspec: {priorityClassName: gold}\n",
+    "two.yaml": "kind: Pod\nmetadata: {name: a}\n---\nkind: Pod\nmetadata: {name: b}\n",
+    "not-json.json": "{nope",
+    "no-pod.json": '{"NodeNameToMetaVictims": {}}',
+}
+
+BAD = [
+    pytest.param(("--pod", "shop/nope"), "--pod shop/nope: no such file, and no pod shop/nope", id="unknown-pod"),
+    pytest.param(("--pod", "shop/web-7d4b9c-a1"), "already bound to node-a", id="bound-pod"),
+    pytest.param(("--pod", "missing.yaml"), "--pod missing.yaml: cannot read", id="missing-pod-file"),
+    pytest.param(("--pod", "{tmp}/not-yaml.yaml"), "not valid YAML", id="pod-file-not-yaml"),
+    pytest.param(("--pod", "{tmp}/node.yaml"), "kind is 'Node', expected Pod", id="pod-file-wrong-kind"),
+    pytest.param(("--pod", "{tmp}/quantity.yaml"), "spec.containers.0.resources.requests.cpu: 'fast' is not a quantity", id="bad-quantity"),
+    pytest.param(("--pod", "{tmp}/class.yaml"), "spec.priorityClassName: no PriorityClass 'gold'", id="unknown-priority-class"),
+    pytest.param(("--pod", "{tmp}/two.yaml"), "expected exactly one Pod", id="two-pods"),
+    pytest.param(("--pod", str(CHECKOUT), "--nodes", "node-a,node-x"), "--nodes: unknown node 'node-x'", id="unknown-node"),
+    pytest.param(("--request", "{tmp}/not-json.json"), "--request", id="request-not-json"),
+    pytest.param(("--request", "{tmp}/no-pod.json"), "Pod is required", id="request-without-pod"),
+    pytest.param(("--request", str(REQUESTS / "preempt.json"), "--nodes", "node-a"), "--nodes goes with --pod", id="nodes-with-request"),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD)
+def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, args, message):
+    for name, text in BAD_FILES.items():
+        (tmp_path / name).write_text(text)
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    code, out, err = run(capsys, "--snapshot", str(EXAMPLE), *args)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("reprieve: "), err
+    assert message in err.replace(str(tmp_path) + "/", "")
+
+
+def test_bad_snapshot_and_real_exit_status(tmp_path):
+    # Through the real entry point: exit status 2, one line, no traceback.
+    done = subprocess.run(
+        [sys.executable, "-m", "extender.cli", "explain", "--snapshot", str(tmp_path / "none.yaml"), "--pod", "a/b"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.strip() == f"reprieve: cannot read snapshot {tmp_path / 'none.yaml'}: No such file or directory"
+
+
+def test_readme_shows_real_output(capsys):
+    # The README's "See what reprieve decides" pastes this run's table: it must stay true.
+    readme = (ROOT / "README.md").read_text()
+    command = "reprieve explain --snapshot examples/cluster.yaml --pod examples/pods/checkout-0.yaml --nodes node-a,node-d"
+    after = readme.split(command + "\n```\n```\n", 1)[1]
+    pasted = after.split("\n```\n", 1)[0] + "\n"
+    _, out, _ = run(capsys, *command.split()[2:])
+    assert out == pasted
+
+
+def test_request_with_nodes_and_victims_the_snapshot_does_not_know(capsys, tmp_path):
+    body = json.loads((REQUESTS / "preempt.json").read_text())
+    body["NodeNameToMetaVictims"]["ghost"] = {"Pods": [{"UID": "nobody"}], "NumPDBViolations": 0}
+    body["NodeNameToMetaVictims"]["node-d"] = {"Pods": [{"UID": "unknown-uid"}], "NumPDBViolations": 0}
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(body))
+    result = report(capsys, "--snapshot", str(EXAMPLE), "--request", str(request))
+    # reprieve returns both exactly as received; neither can be ranked from the snapshot.
+    ghost, d = row(result, "ghost"), row(result, "node-d")
+    assert (ghost["reprieve"]["verdict"], ghost["reprieve"]["cause"]) == ("passed through", "unknown node")
+    assert (d["reprieve"]["verdict"], d["reprieve"]["cause"]) == ("passed through", "unknown victim")
+    assert d["reprieve"]["victims"] == [
+        {"uid": "unknown-uid", "name": None, "priority": None, "qos": None, "pdbs": [], "start_time": None, "terminating": None}
+    ]
+    p = result["preemption"]
+    assert p["reprieve"]["offered"] == ["ghost", "node-a", "node-d"]
+    assert p["stock"]["unranked"] == p["reprieve"]["unranked"] == ["ghost", "node-d"]
+    assert p["stock"]["chosen"] == p["reprieve"]["chosen"] == "node-a"
+    code, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--request", str(request))
+    assert code == 0 and "UID unknown-uid (not in the snapshot)" in out
+    assert all(len(line) <= 80 for line in out.splitlines())
