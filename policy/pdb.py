@@ -79,3 +79,17 @@ def protected(candidates: Iterable[Pod], budgets_of: BudgetsOf) -> frozenset[str
     return frozenset(
         uid for key, uids in covered.items() if len(uids) > allowance[key] for uid in uids
     )
+
+
+def violating(pods: Sequence[Pod], budgets_of: BudgetsOf) -> frozenset[str]:
+    """UIDs of the pods that would violate a budget if all of ``pods`` were evicted, walking
+    them in the order given (upstream's ``filterPodsWithPDBViolation``): the earlier pods
+    spend the allowance, the later ones are violating."""
+    allowed: dict[str, int] = {}
+    found = set()
+    for pod in pods:
+        for budget in _spent_on(pod, budgets_of):
+            allowed[budget.key] = allowed.get(budget.key, budget.disruptions_allowed) - 1
+            if allowed[budget.key] < 0:
+                found.add(pod.uid)
+    return frozenset(found)

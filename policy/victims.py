@@ -6,10 +6,10 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from policy import resources
+from policy import ranking, resources
 from policy.causes import Cause
 from policy.model import Pod
-from policy.pdb import BudgetsOf, Violations, count_violations
+from policy.pdb import BudgetsOf, Violations, count_violations, violating
 from policy.pdb import protected as protected_by_budgets
 from policy.tenancy import Judgement, Screen
 from policy.view import NodeInfo
@@ -147,25 +147,30 @@ def _attempt(
             Cause.DOES_NOT_FIT,
         )
     # Step 3, and again with the pods of a queue that would fall below its share spared first.
-    shielded = protected_by_budgets((p for p in candidates if not p.terminating), budgets_of)
+    live = most_important_first(p for p in candidates if not p.terminating)
+    leaving = [p for p in candidates if p.terminating]
+    shields = (protected_by_budgets(live, budgets_of), violating(live, budgets_of))
     first = {p.uid for p in spare_first}
-    victims, reprieved = _reprieve(node, request, kept, candidates, lambda p: (p.uid not in first, p.uid not in shielded))
+    victims, violations, reprieved, shielded = _best_reprieve(
+        node, request, kept, live, leaving, budgets_of, shields, lambda p: (p.uid not in first,)
+    )
     short_of_share = screen.over_share(victims) if screen is not None else ""
     if short_of_share:
         sparing = {screen.queue_of(p) for p in victims} - {screen.queue}
-        victims, reprieved = _reprieve(
+        victims, violations, reprieved, shielded = _best_reprieve(
             node,
             request,
             kept,
-            candidates,
-            lambda p: (p.uid not in first, screen.queue_of(p) not in sparing, p.uid not in shielded),
+            live,
+            leaving,
+            budgets_of,
+            shields,
+            lambda p: (p.uid not in first, screen.queue_of(p) not in sparing),
         )
         short_of_share = screen.over_share(victims)
         if short_of_share:
             return NodeRejected(node.name, f"the victims it needs are out of reach: {short_of_share}", Cause.QUEUE_SHARE)
-    # Step 4.
-    ordered = most_important_first(victims)
-    violations = count_violations(ordered, budgets_of)
+    # Step 4 (_best_reprieve orders the victims and counts their violations).
     checked = resources.checked_resources(request)
     freed = resources.add(*(p.requests for p in victims))
     lower = len(candidates) + len(staying)
@@ -182,23 +187,52 @@ def _attempt(
         reasons.append(f"{opted_out} victim(s) opted out of preemption: no victim set without them fits")
     if reservations:
         reasons.append(f"room held for nominated {_names(reservations)} kept free")
-    return VictimSelection(node.name, ordered, violations, tuple(reasons), opted_out)
+    return VictimSelection(node.name, victims, violations, tuple(reasons), opted_out)
 
 
-def _reprieve(node, request, kept, candidates, tier) -> tuple[list[Pod], int]:
-    """Add candidates back while the preemptor fits, by ``tier`` then importance; the rest go."""
+def _best_reprieve(node, request, kept, live, leaving, budgets_of, shields, tier):
+    """Reprieve with the first shield's pods tried first (after ``tier``); if that violates a
+    budget, also with the second's, and keep the cheaper (ties: the first).
+
+    The shields: every pod of a budget that cannot lose all its candidates here (spends the
+    allowance on the least important of them), and upstream's violators (the pods past the
+    allowance when the most important spend it first). Neither is always better: with a
+    budget allowing 1 of a (2 cpu), b and c (1 each) and room for 2, the first keeps a and
+    loses b and c (1 violation), the second keeps b and c and loses a (none).
+    Returns (victims most important first, their violations, reprieved, the shield used).
+    """
+    best = None
+    for shield in shields:
+        if best is not None and (best[0][0:2] == (0, 0) or shield == best[4]):
+            break  # no violation to avoid, or the same order again
+        victims, reprieved = _reprieve(node, request, kept, live, leaving, lambda p: (*tier(p), p.uid not in shield))
+        victims = most_important_first(victims)
+        violations = count_violations(victims, budgets_of)
+        key = ranking.cost(victims, violations).key
+        if best is None or key < best[0]:
+            best = (key, victims, violations, reprieved, shield)
+    return best[1:]
+
+
+def _reprieve(node, request, kept, live, leaving, tier) -> tuple[list[Pod], int]:
+    """Add the ``live`` candidates (most important first) back while the preemptor fits, by
+    ``tier`` then importance; the rest go, with every ``leaving`` (terminating) pod."""
     alloc = node.node.allocatable
     checked = resources.checked_resources(request)
     # ``slack`` is the room left for reprieved pods in each checked resource.
     slack = {r: alloc.get(r, 0) - kept.get(r, 0) - request[r] for r in checked}
-    order = sorted((p for p in candidates if not p.terminating), key=lambda p: (*tier(p), importance(p)))
-    victims = [p for p in candidates if p.terminating]
+    order = sorted(live, key=tier)  # stable: importance order within each tier
+    victims = list(leaving)
     reprieved = 0
+    # Pods of one workload share one requests vector: its checked amounts are looked up once.
+    amounts: dict[int, tuple[int, ...]] = {}
+    room = [slack[r] for r in checked]
     for pod in order:
-        needs = pod.requests
-        if all(needs.get(r, 0) <= slack[r] for r in checked):
-            for r in checked:
-                slack[r] -= needs.get(r, 0)
+        needs = amounts.get(id(pod.requests))
+        if needs is None:
+            needs = amounts[id(pod.requests)] = tuple(pod.requests.get(r, 0) for r in checked)
+        if all(n <= left for n, left in zip(needs, room)):
+            room = [left - n for n, left in zip(needs, room)]
             reprieved += 1
         else:
             victims.append(pod)

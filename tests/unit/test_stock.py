@@ -93,8 +93,8 @@ VICTIM_CASES = [
     pytest.param(
         # 'keep' (20) holds 6, so slack = 10 - 6 - 2 = 2. The budget allows 1 of a (2 cpu),
         # b (1), c (1), sorted by start: a spends it (1-1=0), b and c are violating and go back
-        # first: b (2-1=1 left), c (0 left); a goes, a non-violator: 0 violations. (reprieve's
-        # most-important-first order keeps a and loses b and c: 1 violation.)
+        # first: b (2-1=1 left), c (0 left); a goes, a non-violator: 0 violations. (reprieve
+        # tries this order too and takes it: tests/unit/test_victims.py.)
         [
             pod("keep", node="n1", priority=20, cpu=6),
             pod("a", node="n1", priority=1, cpu=2, labels=WEB, start=1),

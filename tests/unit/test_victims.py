@@ -20,6 +20,23 @@ def select(running, preemptor, budgets=(), capacity=10, **node_kw):
 
 CASES = [
     pytest.param(
+        # A budget allows 1 of a (2 cpu), b (1), c (1); 'keep' (priority 20) holds 6, so slack
+        # = 10 - 6 - 2 = 2. Keeping the budget's pods most important first keeps a (slack 0)
+        # and loses b and c: 2 taken, 1 violation. Trying upstream's violators first (a spends
+        # the allowance, b and c are past it) keeps b and c and loses a: 0 violations. The
+        # cheaper of the two is taken.
+        [
+            pod("keep", node="n1", priority=20, cpu=6),
+            pod("a", node="n1", priority=1, cpu=2, labels={"app": "web"}, start=1),
+            pod("b", node="n1", priority=1, cpu=1, labels={"app": "web"}, start=2),
+            pod("c", node="n1", priority=1, cpu=1, labels={"app": "web"}, start=3),
+        ],
+        pod("pre", priority=10, cpu=2),
+        (pdb("web", allowed=1, match={"app": "web"}),),
+        ["a"],
+        id="pdb-never-worse-than-upstreams-violators-first",
+    ),
+    pytest.param(
         # The seed's example: capacity 10, running p0:3 p1:1 p2:5 p3:1 (all 10 used), preemptor
         # (priority 10) needs 5. Reprieve most important first: p3 (1, slack 5-1=4), p2 (5 > 4:
         # victim), p1 (1, slack 3), p0 (3, slack 0). Only p2 goes; p0 and p1 stay.
