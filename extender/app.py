@@ -35,13 +35,14 @@ def create_app(settings: Settings, *, cluster: ClusterSource, metrics: Metrics |
     metrics = metrics or Metrics()
     log = logging.getLogger("reprieve.decisions")
     app.extensions["reprieve"] = {"cluster": cluster, "metrics": metrics, "settings": settings}
+    metrics.serving(mode=settings.mode.value, ready=lambda: cluster.view() is not None)
 
     def serve_verb(verb: str, handler: Callable[[bytes, Context], bytes]) -> Callable[[], Response]:
         def view() -> Response:
             started = time.perf_counter()
             code = 200
             try:
-                body = handler(request.get_data(cache=False), Context(cluster.view(), metrics, log))
+                body = handler(request.get_data(cache=False), Context(cluster.view(), metrics, log, settings.mode, started))
             except BadRequest as exc:
                 code = exc.status
                 return Response(wire.error_body(f"{verb}: {exc}"), status=code, mimetype=JSON)
