@@ -102,8 +102,8 @@ class Metrics:
         )
         self.pdb_violations = Counter(
             "reprieve_pdb_violations",
-            "PodDisruptionBudget violations the preemption costs: the fewest on any node the scheduler proposed, "
-            "or on any node in reprieve's answer.",
+            "PodDisruptionBudget violations a preemption costs, for answers that offer a node: the fewest on any "
+            "node the scheduler proposed (stock), or on any node in reprieve's answer.",
             ["source"],
             registry=r,
         )

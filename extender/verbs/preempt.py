@@ -61,9 +61,10 @@ def _count(ctx: Context, proposals: Mapping[str, Proposal], decision: PreemptDec
         m.victims.labels(victim.qos.wire, priority_band(victim.priority)).inc()
     # The scheduler picks the node with the fewest violations first, so a preemption costs the
     # fewest on offer: among its own proposals without reprieve, among reprieve's answer with it.
-    if proposals:
+    # Counted only when both would evict, so that the difference is what reprieve's choice saved.
+    if proposals and decision.answer:
         m.pdb_violations.labels("scheduler").inc(min(p.num_pdb_violations for p in proposals.values()))
-        m.pdb_violations.labels("reprieve").inc(min((p.num_pdb_violations for p in decision.answer.values()), default=0))
+        m.pdb_violations.labels("reprieve").inc(min(p.num_pdb_violations for p in decision.answer.values()))
 
 
 def _details(view: ClusterView, proposals: Mapping[str, Proposal], decision: PreemptDecision) -> dict:

@@ -124,6 +124,8 @@ def test_preempt_outcomes(running, proposals, pod_args, outcome, refusal, node_v
     client, metrics = app(view([node("n1", cpu=10)], running))
     assert preempt(client, proposals, **pod_args) == {"NodeNameToMetaVictims": {}}
     assert sample(metrics, "reprieve_decisions_total", verb="preempt", outcome=outcome, refusal=refusal) == 1
+    # Nothing is evicted: not a preemption whose PDB cost could be compared.
+    assert sample(metrics, "reprieve_pdb_violations_total", source="scheduler") == 0
     if node_verdict:
         verdict, cause = node_verdict
         assert sample(metrics, "reprieve_preempt_nodes_total", verdict=verdict, cause=cause) == 1
