@@ -40,13 +40,17 @@ def create_app(
     log = logging.getLogger("reprieve.decisions")
     standings = Standings(rules) if rules is not None else None
     app.extensions["reprieve"] = {"cluster": cluster, "metrics": metrics, "settings": settings}
+    metrics.serving(mode=settings.mode.value, ready=lambda: cluster.view() is not None)
 
     def serve_verb(verb: str, handler: Callable[[bytes, Context], bytes]) -> Callable[[], Response]:
         def view() -> Response:
             started = time.perf_counter()
             code = 200
             try:
-                body = handler(request.get_data(cache=False), Context(cluster.view(), metrics, log, standings))
+                body = handler(
+                    request.get_data(cache=False),
+                    Context(cluster.view(), metrics, log, standings, settings.mode, started),
+                )
             except BadRequest as exc:
                 code = exc.status
                 return Response(wire.error_body(f"{verb}: {exc}"), status=code, mimetype=JSON)

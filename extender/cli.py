@@ -9,7 +9,7 @@ import os
 import sys
 
 from extender import logs
-from extender.config import Settings
+from extender.config import Mode, Settings
 from extender.errors import ReprieveError
 
 log = logging.getLogger("reprieve")
@@ -38,6 +38,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--threads", type=int, default=Settings.threads, help="request threads in the one worker process")
     _policy_flag(serve)
+    serve.add_argument(
+        "--mode",
+        default=os.environ.get("REPRIEVE_MODE", Settings.mode.value),
+        help="enforce: answer with reprieve's decisions; shadow: answer as if reprieve were not there, "
+        "logging and counting what it would have decided; env REPRIEVE_MODE",
+    )
     serve.add_argument(
         "--log-level",
         type=str.upper,
@@ -132,9 +138,16 @@ def _serve(args: argparse.Namespace) -> int:
         raise ConfigError(f"--threads must be at least 1, not {args.threads}")
     if args.staleness_bound <= 0:
         raise ConfigError(f"--staleness-bound must be positive, not {args.staleness_bound}")
+    if args.mode not in {m.value for m in Mode}:
+        raise ConfigError(f"--mode must be enforce or shadow, not {args.mode!r}")
     settings = Settings(
-        bind=args.bind, threads=args.threads, log_level=args.log_level, staleness_bound=args.staleness_bound
+        bind=args.bind,
+        threads=args.threads,
+        log_level=args.log_level,
+        staleness_bound=args.staleness_bound,
+        mode=Mode(args.mode),
     )
+    log.info("mode: %s", settings.mode.value)
     rules = policy_file.load(args.policy) if args.policy else None
     if rules is not None:
         log.info("multi-tenant rules from %s: %d queue(s)", args.policy, len(rules.queue_names()))

@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
+
+
+class Mode(str, Enum):
+    """Whether reprieve's decisions reach the scheduler."""
+
+    ENFORCE = "enforce"  # answer with reprieve's decisions
+    SHADOW = "shadow"  # answer as if reprieve were not there; log and count what it would have done
 
 
 @dataclass(frozen=True)
@@ -15,3 +23,4 @@ class Settings:
     # Seconds a live view may lag behind the API server (a broken watch, a relist) before
     # /readyz fails and the verbs give their safe answers.
     staleness_bound: float = 5.0
+    mode: Mode = Mode.ENFORCE

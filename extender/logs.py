@@ -30,6 +30,6 @@ def configure(level: str = "INFO") -> None:
     root.setLevel(level.upper())
 
 
-def event(logger: logging.Logger, msg: str, **fields) -> None:
-    """Log ``msg`` with ``fields`` as top-level JSON keys."""
-    logger.info(msg, extra={"fields": fields})
+def event(logger: logging.Logger, msg: str, level: int = logging.INFO, /, **fields) -> None:
+    """Log ``msg`` with ``fields`` as top-level JSON keys (not time, level, logger or msg)."""
+    logger.log(level, msg, extra={"fields": fields})

@@ -1,11 +1,62 @@
-"""Prometheus metrics, one registry per app so that tests and apps never share counters."""
+"""Prometheus metrics, one registry per app so that tests and apps never share counters.
+
+docs/observability.md lists every metric with its labels and meaning. Labels take values
+from small fixed sets (verbs, outcomes, policy.causes, QoS classes, priority bands): never
+pod or node names.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-# Filter and prioritize should answer in well under 5 ms; preempt in under 25 ms.
-_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+from policy.causes import Cause, Refusal
+
+# Filter and prioritize should answer in well under 5 ms; preempt in under 25 ms. 2 s is the
+# httpTimeout of the shipped scheduler configuration: slower answers were thrown away.
+_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 2.5)
+
+VERBS = ("filter", "prioritize", "preempt")
+
+# reprieve_decisions_total{outcome}: what each verb decided, from a ready view.
+OUTCOMES = {
+    "filter": ("passed", "rejected"),  # every node passed / at least one rejected
+    "prioritize": ("all equal", "ranked"),  # the scores leave the ranking alone / change it
+    "preempt": ("answered", "refused", "no candidate"),  # nodes offered / none considered / none left
+}
+
+# reprieve_fallbacks_total{cause}: why reprieve left (part of) an answer to the scheduler.
+NOT_READY = "not ready"
+FALLBACKS = {
+    "filter": (NOT_READY, Cause.UNKNOWN_NODE.value),
+    "prioritize": (NOT_READY, Cause.UNKNOWN_NODE.value),
+    "preempt": (
+        NOT_READY,
+        Cause.UNKNOWN_NODE.value,
+        Cause.UNKNOWN_VICTIM.value,
+        Cause.UNMODELLED.value,
+        Cause.VIEW_HAS_ROOM.value,
+    ),
+}
+
+# Victims by priority band. Band edges are the API's own landmarks: 0 is what a pod without
+# a PriorityClass gets, 1,000,000,000 is the highest value a user-defined PriorityClass may
+# have, and only the built-in system-*-critical classes lie above it. Between them, one band
+# per factor of 1000, so that the classes of any scheme (10/20/30 or 1000/5000/100000) land in
+# few bands and widely different ones apart.
+PRIORITY_BANDS = (
+    ("negative", -1),
+    ("0", 0),
+    ("1-999", 999),
+    ("1000-999999", 999_999),
+    ("1000000-1000000000", 1_000_000_000),
+    ("system", 2**31 - 1),
+)
+
+
+def priority_band(priority: int) -> str:
+    return next((band for band, top in PRIORITY_BANDS if priority <= top), PRIORITY_BANDS[-1][0])
 
 
 class Metrics:
@@ -19,19 +70,45 @@ class Metrics:
         self.not_ready = Counter(
             "reprieve_not_ready_answers", "Requests answered with the safe answer because the cluster view was not ready.", ["verb"], registry=r
         )
+        self.decisions = Counter(
+            "reprieve_decisions",
+            "Answers decided from a ready view, by verb and outcome; refusal says why preempt refused.",
+            ["verb", "outcome", "refusal"],
+            registry=r,
+        )
+        self.disagreements = Counter(
+            "reprieve_disagreements",
+            "Answers in which reprieve's decision differs from the scheduler's own: changed it (mode enforce) or would have (mode shadow).",
+            ["verb", "mode"],
+            registry=r,
+        )
+        self.fallbacks = Counter(
+            "reprieve_fallbacks",
+            "Answers in which reprieve left the decision, for some node or all of them, to the scheduler, by cause.",
+            ["verb", "cause"],
+            registry=r,
+        )
         self.filter_nodes = Counter(
             "reprieve_filter_nodes", "Nodes judged by filter, by result.", ["result"], registry=r
         )
         self.preempt_nodes = Counter(
-            "reprieve_preempt_nodes", "Candidate nodes judged by preempt, by verdict.", ["verdict"], registry=r
+            "reprieve_preempt_nodes", "Candidate nodes judged by preempt, by verdict and cause.", ["verdict", "cause"], registry=r
         )
-        self.victims = Counter("reprieve_victims", "Victims named on chosen nodes, by QoS class.", ["qos"], registry=r)
+        self.victims = Counter(
+            "reprieve_victims",
+            "Victims on the node reprieve ranks first in its preempt answer, by QoS class and priority band.",
+            ["qos", "priority_band"],
+            registry=r,
+        )
         self.pdb_violations = Counter(
             "reprieve_pdb_violations",
-            "PodDisruptionBudget violations on nodes: proposed by the scheduler, or in reprieve's answer.",
+            "PodDisruptionBudget violations a preemption costs, for answers that offer a node: the fewest on any "
+            "node the scheduler proposed (stock), or on any node in reprieve's answer.",
             ["source"],
             registry=r,
         )
+        self.mode = Gauge("reprieve_mode", "1 for the mode reprieve runs in (enforce or shadow).", ["mode"], registry=r)
+        self.ready = Gauge("reprieve_ready", "1 while the cluster view is ready (/readyz answers 200), else 0.", registry=r)
 
         # The live cache (extender.live).
         self.cache_objects = Gauge("reprieve_cache_objects", "Objects in the live view, by kind.", ["kind"], registry=r)
@@ -50,6 +127,28 @@ class Metrics:
         self.cache_publish_seconds = Histogram(
             "reprieve_cache_publish_seconds", "Time to build a new immutable view.", buckets=_BUCKETS, registry=r
         )
+
+        # Every series an alert or dashboard reads exists from the start, at 0, so that rate()
+        # and increase() see the first event.
+        for verb in VERBS:
+            self.not_ready.labels(verb)
+            for outcome in OUTCOMES[verb]:
+                if outcome != "refused":
+                    self.decisions.labels(verb, outcome, "")
+            for cause in FALLBACKS[verb]:
+                self.fallbacks.labels(verb, cause)
+        for refusal in Refusal:
+            if refusal is not Refusal.NONE:
+                self.decisions.labels("preempt", "refused", refusal.value)
+        for source in ("scheduler", "reprieve"):
+            self.pdb_violations.labels(source)
+
+    def serving(self, *, mode: str, ready: Callable[[], bool]) -> None:
+        """Called once by the app: the mode it runs in and how to tell whether it is ready."""
+        self.mode.labels(mode).set(1)
+        self.ready.set_function(lambda: 1.0 if ready() else 0.0)
+        for verb in VERBS:
+            self.disagreements.labels(verb, mode)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -1,12 +1,23 @@
-"""One module per extender verb: parse -> translate -> decide -> serialise."""
+"""One module per extender verb: parse -> translate -> decide -> answer (enforce or shadow).
+
+Each verb decides the same way in both modes, counts and logs the decision through
+``Context.decided``, and only then chooses its answer: reprieve's decision (enforce), or the
+scheduler's own (shadow; also the safe answer while the view is not ready).
+"""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
-from extender.metrics import Metrics
+from extender.config import Mode
+from extender.logs import event
+from extender.metrics import NOT_READY, Metrics
 from extender.standings import Standings
+from policy.causes import Refusal
+from policy.model import Pod
 from policy.view import ClusterView
 
 
@@ -16,3 +27,54 @@ class Context:
     metrics: Metrics
     log: logging.Logger
     standings: Standings | None = None  # the --policy rules; None: Kubernetes rules only
+    mode: Mode = Mode.ENFORCE
+    started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def shadow(self) -> bool:
+        return self.mode is Mode.SHADOW
+
+    def not_ready(self, verb: str, stock: Callable[[], bytes]) -> bytes:
+        """The scheduler's own answer, counted: the view is not ready, so nothing is decided."""
+        self.metrics.not_ready.labels(verb).inc()
+        self.metrics.fallbacks.labels(verb, NOT_READY).inc()
+        return stock()
+
+    def decided(
+        self,
+        verb: str,
+        *,
+        pod: Pod,
+        outcome: str,
+        changed: bool,
+        notable: bool,
+        details: Callable[[], dict],
+        fallbacks: Iterable[str] = (),
+        refusal: Refusal = Refusal.NONE,
+    ) -> None:
+        """Count one decision and write its log line: INFO if ``notable``, else DEBUG.
+
+        ``changed``: reprieve's answer differs from the scheduler's own (in shadow mode, would
+        have). ``details`` builds the verb's own log fields; it is called only if the line is
+        written. Log names and numbers only, never pod specs, environment or annotations.
+        """
+        m = self.metrics
+        m.decisions.labels(verb, outcome, refusal.value).inc()
+        if changed:
+            m.disagreements.labels(verb, self.mode.value).inc()
+        for cause in set(fallbacks):
+            m.fallbacks.labels(verb, cause).inc()
+        level = logging.INFO if notable else logging.DEBUG
+        if self.log.isEnabledFor(level):
+            event(
+                self.log,
+                verb,
+                level,
+                mode=self.mode.value,
+                pod=pod.key,
+                priority=pod.priority,
+                outcome=outcome,
+                changed=changed,
+                **details(),
+                duration_ms=round((time.perf_counter() - self.started) * 1000, 3),
+            )

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from extender import translate, wire
-from extender.logs import event
 from extender.verbs import Context
+from policy.causes import Cause
 from policy.filter import filter_nodes
 
 
@@ -12,13 +12,32 @@ def handle(body: bytes, ctx: Context) -> bytes:
     args = wire.parse(wire.ExtenderArgs, body)
     names = args.candidate_names()
     if ctx.view is None:
-        ctx.metrics.not_ready.labels("filter").inc()
-        return wire.filter_result(args=args, passed=names, unresolvable={})
+        return ctx.not_ready("filter", lambda: _stock(args, names))
     pod = translate.pod_record(args.pod, ctx.view.priority_classes)
     decision = filter_nodes(view=ctx.view, pod=pod, node_names=names)
-    m = ctx.metrics.filter_nodes
-    m.labels("passed").inc(len(decision.passed))
-    m.labels("rejected").inc(len(decision.rejected))
-    if decision.rejected:
-        event(ctx.log, "filter", pod=pod.key, priority=pod.priority, passed=len(decision.passed), rejected=decision.rejected)
+
+    ctx.metrics.filter_nodes.labels("passed").inc(len(decision.passed))
+    ctx.metrics.filter_nodes.labels("rejected").inc(len(decision.rejected))
+    unknown = [n for n in names if n not in ctx.view.nodes]
+    ctx.decided(
+        "filter",
+        pod=pod,
+        outcome="rejected" if decision.rejected else "passed",
+        changed=bool(decision.rejected),
+        notable=bool(decision.rejected),
+        fallbacks=[Cause.UNKNOWN_NODE.value] if unknown else (),
+        details=lambda: {
+            "candidates": len(names),
+            "passed": len(decision.passed),
+            "rejected": dict(decision.rejected),
+            "unknown": unknown,
+        },
+    )
+    if ctx.shadow:
+        return _stock(args, names)
     return wire.filter_result(args=args, passed=decision.passed, unresolvable=decision.rejected)
+
+
+def _stock(args: wire.ExtenderArgs, names: list[str]) -> bytes:
+    """The scheduler's own answer: every node passes."""
+    return wire.filter_result(args=args, passed=names, unresolvable={})

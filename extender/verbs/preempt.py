@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 
 from extender import translate, wire
-from extender.logs import event
+from extender.metrics import priority_band
 from extender.verbs import Context
-from policy.preempt import Proposal, Verdict, decide
+from policy.causes import Refusal
+from policy.preempt import PreemptDecision, Proposal, Verdict, decide
+from policy.view import ClusterView
 
 
 def handle(body: bytes, ctx: Context) -> bytes:
-    started = time.perf_counter()
     args = wire.parse(wire.ExtenderPreemptionArgs, body)
     proposals = {n: Proposal(uids, count) for n, (uids, count) in args.proposals().items()}
     if ctx.view is None:
-        ctx.metrics.not_ready.labels("preempt").inc()
-        return wire.preemption_result({n: (p.uids, p.num_pdb_violations) for n, p in proposals.items()})
+        return ctx.not_ready("preempt", lambda: _answer(proposals))
     preemptor = translate.pod_record(args.pod, ctx.view.priority_classes)
     policy = ctx.standings
     decision = decide(
@@ -28,35 +29,80 @@ def handle(body: bytes, ctx: Context) -> bytes:
         in_flight=policy.in_flight(ctx.view) if policy else (),
         now=time.time(),
     )
-    if policy and decision.answer:
+    if policy and decision.answer and not ctx.shadow:
+        # In shadow mode the scheduler evicts its own victims, not these: nothing is in flight.
         chosen = next(o for o in decision.outcomes if o.verdict is Verdict.CHOSEN or o.node in decision.answer)
         policy.record(preemptor, chosen.node, chosen.victims)
 
+    _count(ctx, proposals, decision)
+    ctx.decided(
+        "preempt",
+        pod=preemptor,
+        outcome=_outcome(decision),
+        refusal=decision.refusal,
+        changed=_differs(proposals, decision.answer),
+        notable=True,
+        fallbacks=[o.cause.value for o in decision.outcomes if o.verdict is Verdict.PASSED_THROUGH or o.kept_scheduler_victims],
+        details=lambda: _details(ctx.view, proposals, decision),
+    )
+    return _answer(proposals if ctx.shadow else decision.answer)
+
+
+def _answer(victims: Mapping[str, Proposal]) -> bytes:
+    """reprieve's answer, or (shadow, not ready) the scheduler's proposal unchanged."""
+    return wire.preemption_result({n: (p.uids, p.num_pdb_violations) for n, p in victims.items()})
+
+
+def _outcome(decision: PreemptDecision) -> str:
+    if decision.refusal is not Refusal.NONE:
+        return "refused"
+    return "answered" if decision.answer else "no candidate"
+
+
+def _differs(proposals: Mapping[str, Proposal], answer: Mapping[str, Proposal]) -> bool:
+    """A node dropped, or other victims on one: the order of victims is not a different choice."""
+    return answer.keys() != proposals.keys() or any(set(answer[n].uids) != set(proposals[n].uids) for n in answer)
+
+
+def _count(ctx: Context, proposals: Mapping[str, Proposal], decision: PreemptDecision) -> None:
     m = ctx.metrics
     for outcome in decision.outcomes:
-        m.preempt_nodes.labels(outcome.verdict.value).inc()
-        if outcome.verdict is Verdict.CHOSEN:
-            for victim in outcome.victims:
-                m.victims.labels(victim.qos.wire).inc()
-    m.pdb_violations.labels("scheduler").inc(sum(p.num_pdb_violations for p in proposals.values()))
-    m.pdb_violations.labels("reprieve").inc(sum(p.num_pdb_violations for p in decision.answer.values()))
-    event(
-        ctx.log,
-        "preempt",
-        pod=preemptor.key,
-        priority=preemptor.priority,
-        candidates=len(proposals),
-        chosen=[o.node for o in decision.outcomes if o.verdict is Verdict.CHOSEN],
-        reasons=list(decision.reasons),
-        nodes={
-            o.node: {
-                "verdict": o.verdict.value,
-                "victims": [v.key for v in o.victims],
-                "pdb_violations": o.violations.count,
-                "reasons": list(o.reasons),
-            }
-            for o in decision.outcomes
-        },
-        duration_ms=round((time.perf_counter() - started) * 1000, 3),
-    )
-    return wire.preemption_result({n: (p.uids, p.num_pdb_violations) for n, p in decision.answer.items()})
+        m.preempt_nodes.labels(outcome.verdict.value, outcome.cause.value).inc()
+    # The victims that will go if the scheduler takes reprieve's first node (ties are rare and
+    # cost the same).
+    first = next((o for o in decision.outcomes if o.verdict is Verdict.CHOSEN), None)
+    for victim in first.victims if first else ():
+        m.victims.labels(victim.qos.wire, priority_band(victim.priority)).inc()
+    # The scheduler picks the node with the fewest violations first, so a preemption costs the
+    # fewest on offer: among its own proposals without reprieve, among reprieve's answer with it.
+    # Counted only when both would evict, so that the difference is what reprieve's choice saved.
+    if proposals and decision.answer:
+        m.pdb_violations.labels("scheduler").inc(min(p.num_pdb_violations for p in proposals.values()))
+        m.pdb_violations.labels("reprieve").inc(min(p.num_pdb_violations for p in decision.answer.values()))
+
+
+def _details(view: ClusterView, proposals: Mapping[str, Proposal], decision: PreemptDecision) -> dict:
+    outcomes = {o.node: o for o in decision.outcomes}
+
+    def proposed(node: str) -> list[str]:
+        return [view.pods[uid].key if uid in view.pods else uid for uid in proposals[node].uids]
+
+    nodes = {}
+    for name in sorted(proposals):
+        o = outcomes.get(name)
+        entry = {}
+        if o is not None:  # None: the preemptor was refused before any node was judged
+            entry = {"verdict": o.verdict.value, "cause": o.cause.value, "victims": [v.key for v in o.victims]}
+            entry["pdb_violations"] = o.violations.count
+        entry["proposed"] = proposed(name)
+        entry["proposed_pdb_violations"] = proposals[name].num_pdb_violations
+        if o is not None:
+            entry["reasons"] = list(o.reasons)
+        nodes[name] = entry
+    return {
+        "candidates": len(proposals),
+        "chosen": sorted(decision.answer),
+        "refusal": decision.refusal.value,
+        "reasons": list(decision.reasons),
+        "nodes": nodes,
+    }

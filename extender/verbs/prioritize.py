@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from extender import translate, wire
 from extender.verbs import Context
+from policy.causes import Cause
 from policy.prioritize import score_nodes
 
 
@@ -11,8 +12,32 @@ def handle(body: bytes, ctx: Context) -> bytes:
     args = wire.parse(wire.ExtenderArgs, body)
     names = args.candidate_names()
     if ctx.view is None:
-        ctx.metrics.not_ready.labels("prioritize").inc()
-        return wire.host_priorities(())
+        return ctx.not_ready("prioritize", _stock)
     pod = translate.pod_record(args.pod, ctx.view.priority_classes)
     scores = score_nodes(view=ctx.view, pod=pod, node_names=names)
+
+    ranked = len({s.score for s in scores}) > 1
+    top = max((s.score for s in scores), default=0)
+    ctx.decided(
+        "prioritize",
+        pod=pod,
+        outcome="ranked" if ranked else "all equal",
+        changed=ranked,
+        notable=False,  # once per scheduled pod: see docs/observability.md, "Log levels"
+        fallbacks=[Cause.UNKNOWN_NODE.value] if any(n not in ctx.view.nodes for n in names) else (),
+        details=lambda: {
+            "candidates": len(names),
+            "best": [s.node for s in scores if s.score == top] if ranked else [],
+            "nodes": {s.node: {"score": s.score, "reason": s.reason} for s in scores},
+        },
+    )
+    if ctx.shadow:
+        return _stock()
     return wire.host_priorities((s.node, s.score) for s in scores)
+
+
+def _stock() -> bytes:
+    """The scheduler's own ranking: no scores. Every node then gets 0 from reprieve, the same
+    for all; explicit zeros would not do, as kube-scheduler breaks ties at random only between
+    nodes an extender scored (prioritizeNodes, v1.36)."""
+    return wire.host_priorities(())

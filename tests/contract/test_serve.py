@@ -88,3 +88,23 @@ def test_bad_snapshot_stops_startup_naming_object_and_field(tmp_path):
     )
     assert done.returncode == 2
     assert "item 0 (Node n1): status.allocatable.cpu: 'four' is not a quantity" in done.stderr
+
+
+def test_mode_comes_from_the_flag_or_the_environment(monkeypatch):
+    from extender.cli import _parser
+
+    assert _parser().parse_args(["serve"]).mode == "enforce"
+    monkeypatch.setenv("REPRIEVE_MODE", "shadow")
+    assert _parser().parse_args(["serve"]).mode == "shadow"
+    assert _parser().parse_args(["serve", "--mode", "enforce"]).mode == "enforce"
+
+
+def test_unknown_mode_stops_startup():
+    done = subprocess.run(
+        [sys.executable, "-m", "extender.cli", "serve", "--snapshot", str(EXAMPLE), "--mode", "dry-run", "--bind", f"127.0.0.1:{free_port()}"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2
+    assert "--mode must be enforce or shadow, not 'dry-run'" in done.stderr

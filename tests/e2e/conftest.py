@@ -53,5 +53,7 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     plane = item.funcargs.get("plane") or getattr(item.funcargs.get("scenario"), "plane", None)
     if report.failed and plane is not None:
-        decisions = [l for l in plane.log("reprieve").splitlines() if '"logger":"reprieve.decisions"' in l]
-        report.sections.append(("reprieve decisions (last 10)", "\n".join(decisions[-10:])))
+        for name in ("reprieve", "reprieve-shadow"):  # the second one: test_shadow.py
+            decisions = [l for l in plane.log(name).splitlines() if '"logger":"reprieve.decisions"' in l]
+            if decisions:
+                report.sections.append((f"{name} decisions (last 10)", "\n".join(decisions[-10:])))

@@ -248,25 +248,33 @@ class ControlPlane:
             lambda: self._secure_healthz(port),
         )
 
-    def start_reprieve(self) -> None:
+    def start_reprieve(self, name: str = "reprieve", port: int | None = None, args: tuple[str, ...] = ()) -> None:
+        """The reprieve the shipped scheduler configuration points at, or (``port``) another one."""
         import urllib.request
 
-        port = self.reprieve_port
+        port = port or self.reprieve_port
         if port_in_use(port):
             raise StartupError(f"127.0.0.1:{port} is taken (is `make run` still running?); reprieve needs it")
         self._spawn(
-            "reprieve",
-            [sys.executable, "-m", "extender.cli", "serve", "--kubeconfig", str(self.kubeconfig), "--bind", f"127.0.0.1:{port}", *self.reprieve_args],
+            name,
+            [sys.executable, "-m", "extender.cli", "serve", "--kubeconfig", str(self.kubeconfig), "--bind", f"127.0.0.1:{port}", *(args or self.reprieve_args)],
             lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1).status == 200,
         )
 
-    def scheduler_config(self) -> Path:
+    def scheduler_config(self, scheduler_name: str | None = None, reprieve_port: int | None = None) -> Path:
         """manifests/scheduler-config.yaml with this cluster's kubeconfig: kube-scheduler ignores
         --kubeconfig when --config is given, and the manifest cannot know the path. Nothing else
-        is changed; the extender stanza the scheduler loads is the shipped one."""
+        is changed; the extender stanza the scheduler loads is the shipped one. Another
+        ``scheduler_name`` and ``reprieve_port`` make a copy for a second reprieve (extenders
+        are per scheduler process, not per profile)."""
         config = yaml.safe_load(SCHEDULER_CONFIG.read_text())
         config["clientConnection"] = {"kubeconfig": str(self.kubeconfig)}
-        path = self.work / "scheduler-config.yaml"
+        name = "scheduler-config.yaml"
+        if scheduler_name:
+            config["profiles"] = [{"schedulerName": scheduler_name}]
+            config["extenders"][0]["urlPrefix"] = f"http://127.0.0.1:{reprieve_port}"
+            name = f"{scheduler_name}-config.yaml"
+        path = self.work / name
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         return path
 
@@ -283,11 +291,11 @@ class ControlPlane:
         return path
 
     def _schedulers(self) -> None:
-        for name, config, port in (
-            ("reprieve-scheduler", self.scheduler_config(), self.ports["sched-reprieve"]),
-            ("stock-scheduler", self.stock_scheduler_config(), self.ports["sched-stock"]),
-        ):
-            self._spawn(name, [*self._component("kube-scheduler", port), f"--config={config}", "-v=4"], lambda p=port: self._secure_healthz(p))
+        self.start_scheduler("reprieve-scheduler", self.scheduler_config(), self.ports["sched-reprieve"])
+        self.start_scheduler("stock-scheduler", self.stock_scheduler_config(), self.ports["sched-stock"])
+
+    def start_scheduler(self, name: str, config: Path, port: int) -> None:
+        self._spawn(name, [*self._component("kube-scheduler", port), f"--config={config}", "-v=4"], lambda: self._secure_healthz(port))
 
 
 def _run(workdir: Path) -> int:

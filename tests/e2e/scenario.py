@@ -27,16 +27,17 @@ class Scenario:
         self.written[kind] = max(self.written.get(kind, 0), rv)
         return obj
 
-    def synced(self, timeout: float = 10) -> None:
+    def synced(self, timeout: float = 10, port: int | None = None) -> None:
         """Wait until reprieve's published view includes everything this test wrote or saw.
 
         Scenarios test decisions, not how fast the cache converges (the live-cache tests do
-        that), so they start the decisive step only once reprieve is current."""
+        that), so they start the decisive step only once reprieve is current. ``port``: another
+        reprieve than the one the shipped configuration points at."""
         import json
         import urllib.request
 
         def current() -> bool:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.plane.reprieve_port}/readyz", timeout=2) as r:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port or self.plane.reprieve_port}/readyz", timeout=2) as r:
                 versions = json.loads(r.read())["resourceVersions"]
             return all(int(versions.get(kind, 0)) >= rv for kind, rv in self.written.items())
 
