@@ -72,13 +72,18 @@ def _exposed(rules: Rules, s) -> str:
     disabled = next((q for q in rules.lineage(s.name) if rules.queue(q).preemption is Preemption.DISABLED), None)
     if disabled is not None:
         return f"no, preemption disabled on {disabled}"
-    below = sorted(r for r, share in s.share.items() if s.usage.get(r, 0) <= share)
     if not s.usage:
         return "no, it uses nothing"
-    if s.share and below == sorted(s.share):
-        return "no, at or below its share"
+    if not s.share:
+        return "yes, it has no share"
     spare = {r: s.usage.get(r, 0) - share for r, share in s.share.items() if s.usage.get(r, 0) > share}
-    return "yes" + (f", above its share by {resources.describe(spare)}" if spare else ", it has no share")
+    tight = sorted(r for r in s.share if r not in spare)
+    if not spare:
+        return "no, at or below its share"
+    if tight:
+        # A pod that needs any of these would take the queue below its share.
+        return f"only pods requesting no {', '.join(tight)} (at or below its share there); above by {resources.describe(spare)}"
+    return f"yes, above its share by {resources.describe(spare)}"
 
 
 def _application(rules: Rules) -> str:

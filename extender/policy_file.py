@@ -90,7 +90,7 @@ class PolicySpec(_Strict):
 def load(path: str | Path) -> Rules:
     """Read and validate a policy file; ConfigError names the file and the offending key."""
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_bytes()  # YAML decodes it: bad encodings are YAML errors
     except OSError as exc:
         raise ConfigError(f"policy {path}: {exc.strerror or exc}") from exc
     try:

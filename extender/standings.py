@@ -50,12 +50,14 @@ class Standings:
             return tuple(flight for _, flight in self._in_flight.values())
 
     def record(self, preemptor: Pod, node: str, victims: tuple[Pod, ...]) -> None:
+        if not preemptor.uid:
+            return  # the scheduler always sends one; without it there is nothing to match
         with self._lock:
             self._in_flight[preemptor.uid] = (self._clock(), tenancy.InFlight(preemptor, node, victims))
 
 
 def _shown(view: ClusterView, flight: tenancy.InFlight) -> bool:
     seen = view.pods.get(flight.preemptor.uid)
-    if seen is None or not (seen.node_name or seen.nominated_node_name):
+    if seen is None or not (seen.node_name or seen.nominated_node_name == flight.node):
         return False
     return all((v := view.pods.get(p.uid)) is None or v.terminating for p in flight.victims)

@@ -16,6 +16,7 @@ class Cause(str, Enum):
     UNKNOWN_NODE = "unknown node"
     UNKNOWN_VICTIM = "unknown victim"
     UNMODELLED = "unmodelled constraints"
+    IN_FLIGHT = "victims already promised"
     VIEW_HAS_ROOM = "view has room"
 
 

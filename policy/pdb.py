@@ -17,10 +17,10 @@ from policy.model import DisruptionBudget, Pod
 BudgetsOf = Callable[[Pod], Sequence[DisruptionBudget]]
 
 
-def _spent_on(pod: Pod, budgets_of: BudgetsOf) -> Sequence[DisruptionBudget]:
+def _spent_on(pod: Pod, budgets_of: BudgetsOf, *, terminating_spends: bool = False) -> Sequence[DisruptionBudget]:
     """The budgets whose allowance evicting ``pod`` would spend."""
     budgets = budgets_of(pod)
-    if not budgets or pod.terminating:
+    if not budgets or (pod.terminating and not terminating_spends):
         return ()
     return [b for b in budgets if pod.name not in b.disrupted_pods]
 
@@ -81,14 +81,15 @@ def protected(candidates: Iterable[Pod], budgets_of: BudgetsOf) -> frozenset[str
     )
 
 
-def violating(pods: Sequence[Pod], budgets_of: BudgetsOf) -> frozenset[str]:
+def violating(pods: Sequence[Pod], budgets_of: BudgetsOf, *, terminating_spends: bool = False) -> frozenset[str]:
     """UIDs of the pods that would violate a budget if all of ``pods`` were evicted, walking
     them in the order given (upstream's ``filterPodsWithPDBViolation``): the earlier pods
-    spend the allowance, the later ones are violating."""
+    spend the allowance, the later ones are violating. Upstream lets terminating pods spend
+    allowance too (``terminating_spends``); reprieve's own accounting does not."""
     allowed: dict[str, int] = {}
     found = set()
     for pod in pods:
-        for budget in _spent_on(pod, budgets_of):
+        for budget in _spent_on(pod, budgets_of, terminating_spends=terminating_spends):
             allowed[budget.key] = allowed.get(budget.key, budget.disruptions_allowed) - 1
             if allowed[budget.key] < 0:
                 found.add(pod.uid)

@@ -175,7 +175,12 @@ def _evaluate(
         )
     budgets = view.budgets_covering
     proposed = [on_node[uid] for uid in proposal.uids]
+    # Where reprieve keeps the scheduler's victims, those promised to an earlier answer free
+    # nothing: their room is already another preemptor's.
+    promised = sorted(p.key for p in proposed if p.uid in _promised(in_flight, name))
     unmodelled = _unmodelled(preemptor, node)
+    if unmodelled and promised:
+        return _already_promised(name, promised)
     if unmodelled:
         return _keep_scheduler_victims(name, proposed, budgets, screen, Cause.UNMODELLED, unmodelled)
 
@@ -188,6 +193,8 @@ def _evaluate(
         return NodeOutcome(name, Verdict.DROPPED, selection.cause, reasons=(selection.reason,))
     if not selection.victims:
         # The scheduler sees a shortage that reprieve's view does not: trust the fresher one.
+        if promised:
+            return _already_promised(name, promised)
         return _keep_scheduler_victims(
             name, proposed, budgets, screen, Cause.VIEW_HAS_ROOM, "reprieve's view has room without evicting"
         )
@@ -199,6 +206,19 @@ def _evaluate(
         cost=ranking.cost(selection.victims, selection.violations, selection.opted_out),
         reasons=selection.reasons,
     )
+
+
+def _already_promised(name: str, promised: list[str]) -> NodeOutcome:
+    return NodeOutcome(
+        name,
+        Verdict.DROPPED,
+        Cause.IN_FLIGHT,
+        reasons=(f"the scheduler's victims {', '.join(promised)} already go for another preemption",),
+    )
+
+
+def _promised(in_flight: Sequence[tenancy.InFlight], node: str) -> set[str]:
+    return {v.uid for f in in_flight if f.node == node for v in f.victims}
 
 
 def _as_it_will_be(
@@ -214,12 +234,12 @@ def _as_it_will_be(
     mine = [f for f in in_flight if f.node == node.name]
     if not mine:
         return node, reservations
-    leaving = {v.uid for f in mine for v in f.victims}
+    leaving = _promised(mine, node.name)
     pods = [p for p in node.pods if p.uid not in leaving or p.terminating]
     held = {p.uid for p in reservations}
     for flight in mine:
         seen = view.pods.get(flight.preemptor.uid) or flight.preemptor
-        if seen.node_name is None and seen.nominated_node_name is None and flight.preemptor.uid not in held:
+        if seen.node_name is None and seen.nominated_node_name != node.name and flight.preemptor.uid not in held:
             if flight.preemptor.priority >= preemptor.priority:
                 reservations = (*reservations, flight.preemptor)
     if len(pods) != len(node.pods):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from policy import resources
 from policy.causes import Cause
 from policy.model import Pod
-from policy.pdb import BudgetsOf
+from policy.pdb import BudgetsOf, violating
 from policy.preempt import Proposal
 from policy.view import ClusterView, NodeInfo
 
@@ -68,20 +68,10 @@ def split_by_pdb(pods: Sequence[Pod], budgets_of: BudgetsOf) -> tuple[list[Pod],
 
     Walking ``pods`` in order, each pod spends one allowance of every budget covering it
     (unless the budget lists it in ``status.disruptedPods``); a pod that takes any budget
-    below zero is violating. Unlike policy.pdb, terminating pods spend allowance too.
+    below zero is violating. Unlike reprieve's accounting, terminating pods spend allowance too.
     """
-    allowed: dict[str, int] = {}
-    violating: list[Pod] = []
-    others: list[Pod] = []
-    for pod in pods:
-        over = False
-        for budget in budgets_of(pod):
-            if pod.name in budget.disrupted_pods:
-                continue
-            allowed[budget.key] = allowed.get(budget.key, budget.disruptions_allowed) - 1
-            over = over or allowed[budget.key] < 0
-        (violating if over else others).append(pod)
-    return violating, others
+    bad = violating(pods, budgets_of, terminating_spends=True)
+    return [p for p in pods if p.uid in bad], [p for p in pods if p.uid not in bad]
 
 
 @dataclass(frozen=True, slots=True)

@@ -279,14 +279,16 @@ def with_in_flight(standing: Standing, view: ClusterView, in_flight: Iterable[In
     counting until the view has it terminating or gone."""
     rules = standing.rules
     delta: dict[str, dict[str, int]] = defaultdict(dict)
+    gone: set[str] = set()
     for flight in in_flight:
         seen = view.pods.get(flight.preemptor.uid)
-        if seen is None or not (seen.node_name or seen.nominated_node_name):
+        if seen is None or not (seen.node_name or seen.nominated_node_name):  # usage counts any nomination
             for queue in rules.lineage(standing.membership.get(flight.preemptor.uid) or rules.queue_of(flight.preemptor)):
                 _accumulate(delta[queue], flight.preemptor.requests)
         for victim in flight.victims:
             seen = view.pods.get(victim.uid)
-            if seen is not None and not seen.terminating:
+            if seen is not None and not seen.terminating and victim.uid not in gone:
+                gone.add(victim.uid)
                 for queue in rules.lineage(standing.membership.get(victim.uid) or rules.queue_of(victim)):
                     _accumulate(delta[queue], {r: -v for r, v in victim.requests.items()})
     if not delta:
@@ -296,7 +298,9 @@ def with_in_flight(standing: Standing, view: ClusterView, in_flight: Iterable[In
         if name in queues:
             s = queues[name]
             queues[name] = QueueStanding(name, resources.add(s.usage, change), s.demand, s.deserved, s.share)
-    return Standing(rules, queues, standing.membership)
+    # The tally stays the view's; call with_pending before this, never after (it recomputes
+    # usage from the tally and would drop these changes).
+    return Standing(rules, queues, standing.membership, standing.tally)
 
 
 class Judgement(str, Enum):
@@ -359,6 +363,11 @@ class Screen:
 
     def over_share(self, victims: Iterable[Pod]) -> str:
         """Why taking ``victims`` would leave some other queue below its share ('' if none)."""
+        short = self.shortfalls(victims)
+        return next(iter(short.values()), "")
+
+    def shortfalls(self, victims: Iterable[Pod]) -> dict[str, str]:
+        """Each queue that taking ``victims`` would leave below its share, and why."""
         rules = self.standing.rules
         mine = set(rules.lineage(self.queue))
         taken: dict[str, dict[str, int]] = defaultdict(dict)
@@ -369,26 +378,32 @@ class Screen:
                 if queue in mine:
                     break  # a common ancestor gets the room back through the preemptor
                 _accumulate(taken[queue], pod.requests)
+        short = {}
         for queue in sorted(taken):
             state = self.standing.queues.get(queue)
             if state is None:
                 continue
             for resource, share in sorted(state.share.items()):
-                loss = taken[queue].get(resource, 0)
-                if loss and state.usage.get(resource, 0) - loss < share:
-                    left = state.usage.get(resource, 0) - loss
-                    return (
+                left = state.usage.get(resource, 0) - taken[queue].get(resource, 0)
+                if taken[queue].get(resource, 0) and left < share:
+                    short[queue] = (
                         f"queue {queue} would fall below its share: "
                         f"{resources.describe({resource: max(left, 0)})} of {resources.describe({resource: share})}"
                     )
-        return ""
+                    break
+        return short
+
+    def within(self, pod: Pod, queues: set[str]) -> bool:
+        """Whether ``pod``'s queue is one of ``queues`` or below one."""
+        return any(q in queues for q in self.standing.rules.lineage(self.queue_of(pod)))
 
 
 def screen(*, standing: Standing, view: ClusterView, preemptor: Pod) -> Screen:
     rules = standing.rules
     queue = standing.membership.get(preemptor.uid) or rules.queue_of(preemptor)
     state = standing.queues[queue]
-    if preemptor.uid in standing.membership and preemptor.nominated_node_name and not preemptor.node_name:
+    counted = view.pods.get(preemptor.uid) or preemptor  # with_pending counted the request's copy
+    if preemptor.uid in standing.membership and counted.nominated_node_name and not counted.node_name:
         # Its own nomination is counted in the usage: judge the queue without it.
         state = QueueStanding(
             state.name, _minus(state.usage, preemptor.requests), state.demand, state.deserved, state.share

@@ -85,6 +85,8 @@ def select_victims(
     last_resort: list[Pod] = []
     if screen is not None:
         for pod in lower:
+            if pod.terminating:
+                continue  # leaving anyway: naming it takes nothing from anyone
             judgement, why = screen.judge(pod)
             if judgement is Judgement.PROTECTED:
                 protected[pod.key] = why
@@ -154,22 +156,17 @@ def _attempt(
     victims, violations, reprieved, shielded = _best_reprieve(
         node, request, kept, live, leaving, budgets_of, shields, lambda p: (p.uid not in first,)
     )
-    short_of_share = screen.over_share(victims) if screen is not None else ""
-    if short_of_share:
-        sparing = {screen.queue_of(p) for p in victims} - {screen.queue}
-        victims, violations, reprieved, shielded = _best_reprieve(
-            node,
-            request,
-            kept,
-            live,
-            leaving,
-            budgets_of,
-            shields,
-            lambda p: (p.uid not in first, screen.queue_of(p) not in sparing),
-        )
-        short_of_share = screen.over_share(victims)
-        if short_of_share:
-            return NodeRejected(node.name, f"the victims it needs are out of reach: {short_of_share}", Cause.QUEUE_SHARE)
+    # Law 2 over the whole set: if the reprieve takes too much from some queue, choose again,
+    # least important first, skipping pods whose queue could not afford them.
+    short = screen.shortfalls(victims) if screen is not None else {}
+    if short:
+        budgeted = _within_shares(node, request, kept, live, leaving, screen, first)
+        if budgeted is None:
+            reason = next(iter(short.values()))
+            return NodeRejected(node.name, f"the victims it needs are out of reach: {reason}", Cause.QUEUE_SHARE)
+        victims = most_important_first(budgeted)
+        violations = count_violations(victims, budgets_of)
+        reprieved, shielded = len(live) + len(leaving) - len(victims), frozenset()
     # Step 4 (_best_reprieve orders the victims and counts their violations).
     checked = resources.checked_resources(request)
     freed = resources.add(*(p.requests for p in victims))
@@ -212,6 +209,44 @@ def _best_reprieve(node, request, kept, live, leaving, budgets_of, shields, tier
         if best is None or key < best[0]:
             best = (key, victims, violations, reprieved, shield)
     return best[1:]
+
+
+def _within_shares(node, request, kept, live, leaving, screen, first) -> list[Pod] | None:
+    """Victims that leave every other queue at or above its share, or None.
+
+    Take pods least important first (opted-out ones last), skipping any whose queue could not
+    afford it next to those already taken, until the preemptor fits; then give back, most
+    important first, every victim the preemptor can do without. Inclusion-minimal like the
+    reprieve, but it may take more important pods than the reprieve would have.
+    """
+    alloc = node.node.allocatable
+    checked = resources.checked_resources(request)
+    # The victims must free at least ``need``: what the live candidates use beyond the slack.
+    slack = {r: alloc.get(r, 0) - kept.get(r, 0) - request[r] for r in checked}
+    need = {r: sum(p.requests.get(r, 0) for p in live) - slack[r] for r in checked}
+
+    def frees_enough(pods: list[Pod]) -> bool:
+        return all(sum(p.requests.get(r, 0) for p in pods) >= need[r] for r in checked)
+
+    taken: list[Pod] = []
+    for pod in _least_important_first(live, first):
+        if frees_enough(taken):
+            break
+        if not screen.shortfalls([*taken, pod]):
+            taken.append(pod)
+    if not frees_enough(taken):
+        return None
+    for pod in most_important_first(taken):
+        rest = [p for p in taken if p is not pod]
+        if frees_enough(rest):
+            taken = rest
+    return [*leaving, *taken]
+
+
+def _least_important_first(live: Sequence[Pod], first: set[str]) -> list[Pod]:
+    """``live`` (most important first) reversed, with the pods to spare first moved last."""
+    backwards = list(reversed(live))
+    return [p for p in backwards if p.uid not in first] + [p for p in backwards if p.uid in first]
 
 
 def _reprieve(node, request, kept, live, leaving, tier) -> tuple[list[Pod], int]:

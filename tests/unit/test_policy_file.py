@@ -76,3 +76,6 @@ def test_unreadable_and_non_yaml_files(tmp_path):
     bad.write_text("queues: [unclosed")
     with pytest.raises(ConfigError, match="not YAML"):
         policy_file.load(bad)
+    bad.write_bytes(b"queues: [\xff]")
+    with pytest.raises(ConfigError, match="not YAML"):
+        policy_file.load(bad)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from extender.standings import IN_FLIGHT_SECONDS, Standings
+from policy.model import HOST_PORTS
 from policy.causes import Cause
 from policy.preempt import Proposal, decide
 from policy.tenancy import Queue, Rules
@@ -95,3 +96,41 @@ def test_victims_in_flight_are_not_named_twice_and_their_room_stays_held():
     two = ask(standings, v, second)
     assert [p.name for p in one.outcomes[0].victims] == ["t5"]
     assert [p.name for p in two.outcomes[0].victims] == ["t4"]
+
+
+def one_after_another(cluster, first, second, *, proposed):
+    """Two preempt decisions on n1 over the same view, the scheduler proposing ``proposed`` to
+    both; the first answer is recorded in flight. Returns the second decision."""
+    standings = Standings(Rules())
+    for preemptor in (first, second):
+        decision = decide(
+            view=cluster,
+            preemptor=preemptor,
+            proposals={"n1": Proposal((proposed.uid,), 0)},
+            rules=standings.rules,
+            standing=standings.of(cluster),
+            in_flight=standings.in_flight(cluster),
+        )
+        if preemptor is first:
+            standings.record(first, "n1", decision.outcomes[0].victims)
+    return decision
+
+
+def test_a_preemptor_nominated_elsewhere_still_holds_the_room_it_moves_to():
+    # P (nominated to n2, which filled up) takes v on n1. Q (lower priority) asks next: the
+    # room v leaves is P's, so Q needs w evicted, not v again.
+    v_, w = pod("v", node="n1", cpu=1), pod("w", node="n1", cpu=3, start=1)
+    p, q = pod("p", cpu=1, priority=100, nominated="n2"), pod("q", cpu=1, priority=50)
+    cluster = view([node("n1", cpu=4), node("n2", cpu=4)], [v_, w, p, q, pod("big", node="n2", cpu=4, priority=1000)])
+    second = one_after_another(cluster, p, q, proposed=v_)
+    assert [x.name for x in second.outcomes[0].victims] == ["w"]
+
+
+def test_victims_promised_to_an_earlier_answer_are_not_kept_again():
+    # The second preemptor uses host ports, so reprieve would keep the scheduler's victims; but
+    # the scheduler proposes v, already going for the first one: the node is dropped.
+    v_ = pod("v", node="n1", cpu=1)
+    p1, p2 = pod("a", cpu=1, priority=10), pod("b", cpu=1, priority=10, unmodelled=(HOST_PORTS,))
+    cluster = view([node("n1", cpu=2)], [pod("keep", node="n1", cpu=1, priority=10), v_, p1, p2])
+    second = one_after_another(cluster, p1, p2, proposed=v_)
+    assert second.answer == {} and second.outcomes[0].cause is Cause.IN_FLIGHT

@@ -426,3 +426,49 @@ def test_with_a_policy_nodes_reprieve_cannot_judge_are_not_offered():
     assert set(ruled.answer) == {"n1"}
     dropped = next(o for o in ruled.outcomes if o.node == "elsewhere")
     assert dropped.verdict is Verdict.DROPPED and dropped.cause is Cause.UNKNOWN_NODE
+
+
+# -- found in review ----------------------------------------------------------------------
+
+PROD_2 = Queue("prod", namespaces=frozenset({"prod"}), guaranteed=cpu(2))
+
+
+def test_a_nomination_the_view_has_not_counted_is_not_subtracted():
+    # prod (guaranteed 2) uses 2. The scheduler already nominated p3, reprieve's view has not
+    # seen it: prod's usage never counted p3, so it must not be taken off either.
+    rules = Rules(queues=(PROD_2, TEST))
+    running = [*(pod(f"p{i}", ns="prod", node="n1", cpu=1, priority=1) for i in (1, 2)), pod("t1", ns="test", node="n1", cpu=2)]
+    v = view([node("n1", cpu=4)], [*running, pod("p3", ns="prod", cpu=1, priority=1)])
+    fresher = pod("p3", ns="prod", cpu=1, priority=1, nominated="n1")
+    decision = decide(view=v, preemptor=fresher, proposals={"n1": Proposal((), 0)}, rules=rules)
+    assert decision.answer == {} and "queue prod is not below its share" in decision.outcomes[0].reasons[0]
+
+
+def test_law_2_over_the_set_finds_a_set_the_reprieve_order_misses():
+    # a and b are each guaranteed 1 and use 2; x has no share. The preemptor needs 3 of 5 busy
+    # cpus. Reprieving most important first takes two pods of a (or, sparing a, two of b); taking
+    # least important first within what each queue can afford gives a2, b2 and x.
+    rules = Rules(
+        queues=(
+            Queue("prod", namespaces=frozenset({"prod"}), guaranteed=cpu(10)),
+            Queue("a", namespaces=frozenset({"a"}), guaranteed=cpu(1)),
+            Queue("b", namespaces=frozenset({"b"}), guaranteed=cpu(1)),
+            Queue("x", namespaces=frozenset({"x"})),
+        )
+    )
+    running = [
+        pod("x", ns="x", node="n1", cpu=1, priority=5),
+        pod("b1", ns="b", node="n1", cpu=1, priority=4),
+        pod("b2", ns="b", node="n1", cpu=1, priority=3),
+        pod("a1", ns="a", node="n1", cpu=1, priority=2),
+        pod("a2", ns="a", node="n1", cpu=1, priority=1),
+    ]
+    result = select(rules, running, pod("p", ns="prod", cpu=3, priority=10), nodes=[node("n1", cpu=5)])
+    assert names(result) == ["a/a2", "b/b2", "x/x"]
+
+
+def test_terminating_pods_are_never_protected():
+    # Leaving anyway: named as a victim (it costs nothing), not held as if it stayed.
+    rules = Rules(queues=(Queue("prod", namespaces=frozenset({"prod"})), TEST))
+    result = select(rules, [pod("old", ns="test", node="n1", cpu=8, terminating=True)], pod("p", ns="prod", cpu=2, priority=10))
+    assert names(result) == ["test/old"]
