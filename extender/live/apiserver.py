@@ -36,6 +36,15 @@ class ApiServer:
                 "key_file": config.key_file,
             }
         self._pool = urllib3.PoolManager(num_pools=2, maxsize=8, retries=False, **tls)
+        self._watches: set[urllib3.BaseHTTPResponse] = set()  # open watch streams, for close()
+        self._closed = False
+
+    def close(self) -> None:
+        """End every open watch now (a blocked read returns) and refuse new ones."""
+        self._closed = True
+        for response in list(self._watches):
+            response.shutdown()
+        self._pool.clear()
 
     @classmethod
     def from_kubeconfig(cls, path: str, context: str | None = None) -> "ApiServer":
@@ -85,6 +94,8 @@ class ApiServer:
 
         ``on_connect`` runs once the server has accepted the watch (HTTP 200).
         """
+        if self._closed:
+            return
         response = self._pool.request(
             "GET",
             f"{self._host}{path}?{urlencode({**params, 'watch': 'true'})}",
@@ -92,12 +103,14 @@ class ApiServer:
             timeout=urllib3.Timeout(connect=5, read=read_timeout),
             preload_content=False,
         )
+        self._watches.add(response)
         try:
             if response.status != 200:
                 raise _error(response.status, response.read())
             on_connect()
             yield from _lines(response)
         finally:
+            self._watches.discard(response)
             response.release_conn()
 
 

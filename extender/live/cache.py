@@ -114,6 +114,7 @@ class LiveCluster:
     def stop(self) -> None:
         self._stop.set()
         self._changed.set()
+        self._api.close()  # blocked watch reads return now, not when the server hangs up
 
     # internals
 

@@ -64,6 +64,8 @@ class Reflector(threading.Thread):
                 # accumulated while it was down (that would delay recovery by seconds).
                 backoff = self._pause(0.2)
             except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+                if self._stopping.is_set():
+                    break  # stop() closed the stream
                 # Connection refused or reset, a silent stream timing out, a 5xx: keep the
                 # resourceVersion and watch again from it after a pause.
                 log.warning("%s: watch failed (%s); retrying in %.1fs", self.kind.name, exc, backoff)
