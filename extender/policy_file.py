@@ -59,6 +59,12 @@ class QueueSpec(_Strict):
     def _selector(cls, value: kube.LabelSelector | None) -> kube.LabelSelector | None:
         if value is not None and not value.matchLabels and not value.matchExpressions:
             raise ValueError("an empty selector matches nothing; leave it out to match by namespaces only")
+        for i, term in enumerate(value.matchExpressions or () if value else ()):
+            # The API server's rules for a LabelSelectorRequirement.
+            if term.operator in ("In", "NotIn") and not term.values:
+                raise ValueError(f"matchExpressions[{i}] ({term.key}): {term.operator} needs values")
+            if term.operator in ("Exists", "DoesNotExist") and term.values:
+                raise ValueError(f"matchExpressions[{i}] ({term.key}): {term.operator} takes no values")
         return value
 
 
@@ -180,6 +186,8 @@ def _rules(spec: PolicySpec) -> Rules:
 def _vector(quantities: dict | None, where: str) -> dict[str, int] | None:
     if quantities is None:
         return None
+    if "" in quantities:
+        raise ValueError(f"{where}: a resource name is empty")
     vector = translate.vector(quantities)
     negative = [name for name, value in vector.items() if value < 0]
     if negative:
