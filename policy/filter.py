@@ -36,13 +36,18 @@ def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> F
     without any reservation is passed: reprieve's view is behind (a deletion it has not
     seen yet), and rejecting would park the pod until the next cluster event. Nodes
     reprieve does not know pass too.
+
+    The node a pod is itself nominated to always passes: it won room there by preemption,
+    and the scheduler counts the other nominations to it. An unresolvable rejection there
+    would make the scheduler clear the pod's nomination and hand its room to others (seen
+    end to end: three pods nominated to one node while their victims still terminated).
     """
     passed: list[str] = []
     rejected: dict[str, str] = {}
     request = pod.requests
     for name in node_names:
         info = view.nodes.get(name)
-        if info is None:
+        if info is None or name == pod.nominated_node_name:
             passed.append(name)
             continue
         alloc = info.node.allocatable

@@ -76,3 +76,18 @@ def test_shortage_without_reservations_is_left_to_the_scheduler():
 def test_unknown_node_passes_and_order_is_kept():
     decision = filter_nodes(view=view([node("n1")], []), pod=pod("p", cpu=1), node_names=["zz", "n1"])
     assert decision.passed == ("zz", "n1")
+
+
+def test_the_pods_own_nominated_node_always_passes():
+    # p1 and p2 (priority 5) are both nominated to n1 (4 cpu, 2 used); p2 asks. p1 holds the 2
+    # free cpus, so p2 would be rejected for held room; but rejecting p2 on its own nominated
+    # node would make the scheduler clear its nomination.
+    v = view(
+        [node("n1", cpu=4)],
+        [pod("bound", node="n1", cpu=2, priority=9), pod("p1", cpu=2, priority=5, nominated="n1"), pod("p2", cpu=2, priority=5, nominated="n1")],
+    )
+    asking = v.pods["uid-default-p2"]
+    assert filter_nodes(view=v, pod=asking, node_names=["n1"]).passed == ("n1",)
+    # Not nominated there, the same pod is rejected for p1's held room.
+    fresh = pod("p3", cpu=2, priority=5)
+    assert "n1" in filter_nodes(view=v, pod=fresh, node_names=["n1"]).rejected
