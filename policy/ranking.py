@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 from policy.model import Pod
 from policy.pdb import Violations
@@ -49,18 +50,25 @@ class Cost:
     """One candidate's rank key; smaller is better, compared criterion by criterion."""
 
     key: tuple
+    # Where the key's criteria are, so that versus() can show them plainly (policy.stock's
+    # upstream key reuses this with its own layout).
+    criteria: ClassVar[tuple[str, ...]] = CRITERIA
+    sum_step: ClassVar[int] = 5  # the shifted sum of priorities
+    count_step: ClassVar[int] = 6  # the number of victims (to undo the shift)
+    start_step: ClassVar[int] = 7  # the negated earliest start
+    unknown_start: ClassVar[str] = "unknown"
 
     def versus(self, winner: "Cost") -> str:
         """Why ``winner`` ranks before this cost: the first criterion on which they differ."""
         step = next(i for i, (a, b) in enumerate(zip(self.key, winner.key)) if a != b)
-        return f"{CRITERIA[step]} {self._show(step)} here vs {winner._show(step)}"
+        return f"{self.criteria[step]} {self._show(step)} here vs {winner._show(step)}"
 
     def _show(self, step: int) -> str:
         value = self.key[step]
-        if step == 5:  # undo the shift: the plain sum of victim priorities
-            return str(value - self.key[6] * _SHIFT)
-        if step == 7:
-            return "unknown" if value == -math.inf else f"{-value:.0f}s since the epoch"
+        if step == self.sum_step:  # undo the shift: the plain sum of victim priorities
+            return str(value - self.key[self.count_step] * _SHIFT)
+        if step == self.start_step:
+            return self.unknown_start if value == -math.inf else f"{-value:.0f}s since the epoch"
         return "none" if value == -math.inf else str(value)
 
     def describe(self) -> str:

@@ -21,8 +21,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
-from policy import resources
+from policy import ranking, resources
 from policy.causes import Cause
 from policy.model import Pod
 from policy.pdb import BudgetsOf, violating
@@ -159,26 +160,22 @@ def select_victims(
 
 
 @dataclass(frozen=True, slots=True)
-class Cost:
+class Cost(ranking.Cost):
     """A candidate's key for ``pickOneNodeForPreemption``; smaller is better, criterion by criterion.
 
-    Not policy.ranking.Cost: reprieve's key grows with its own policy, upstream's is fixed.
+    policy.ranking.Cost's comparison and explanation over upstream's fixed criteria (reprieve's
+    own key grows with its QoS criteria and its policy).
     """
 
-    key: tuple
+    criteria: ClassVar[tuple[str, ...]] = CRITERIA
+    sum_step: ClassVar[int] = 2
+    count_step: ClassVar[int] = 3
+    start_step: ClassVar[int] = 4
+    unknown_start: ClassVar[str] = "unknown (now)"
 
-    def versus(self, winner: "Cost") -> str:
-        """Why ``winner`` ranks before this cost: the first criterion on which they differ."""
-        step = next(i for i, (a, b) in enumerate(zip(self.key, winner.key)) if a != b)
-        return f"{CRITERIA[step]} {self._show(step)} here vs {winner._show(step)}"
-
-    def _show(self, step: int) -> str:
-        value = self.key[step]
-        if step == 2:  # undo the shift: the plain sum of victim priorities
-            return str(value - self.key[3] * _SHIFT)
-        if step == 4:
-            return "unknown (now)" if value == -math.inf else f"{-value:.0f}s since the epoch"
-        return str(value)
+    def describe(self) -> str:
+        violations, top, _, count, _ = self.key
+        return f"{violations} PDB violation(s), highest victim priority {top}, {count} victim(s)"
 
 
 def cost(victims: Sequence[Pod], num_pdb_violations: int) -> Cost:
