@@ -13,6 +13,7 @@ from extender import wire
 from extender.cluster import ClusterSource
 from extender.config import Settings
 from extender.errors import BadRequest
+from extender.ledger import Ledger
 from extender.metrics import Metrics
 from extender.standings import Standings
 from extender.verbs import Context
@@ -39,6 +40,7 @@ def create_app(
     metrics = metrics or Metrics()
     log = logging.getLogger("reprieve.decisions")
     standings = Standings(rules) if rules is not None else None
+    ledger = Ledger()
     app.extensions["reprieve"] = {"cluster": cluster, "metrics": metrics, "settings": settings}
     metrics.serving(mode=settings.mode.value, ready=lambda: cluster.view() is not None)
 
@@ -49,7 +51,7 @@ def create_app(
             try:
                 body = handler(
                     request.get_data(cache=False),
-                    Context(cluster.view(), metrics, log, standings, settings.mode, started),
+                    Context(cluster.view(), metrics, log, standings, ledger, settings.mode, started),
                 )
             except BadRequest as exc:
                 code = exc.status

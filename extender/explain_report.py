@@ -181,7 +181,8 @@ def _reprieve_side(both: _Both, name: str) -> dict:
             "kept_scheduler_victims": False, "rank": None, "cost": None, "offered": False, "chosen": False,
             "reasons": [],
         }  # fmt: skip
-    passed = outcome.verdict is Verdict.PASSED_THROUGH
+    # Unjudged: passed through, or (not offered) outranked without a cost of its own.
+    passed = outcome.verdict is Verdict.PASSED_THROUGH or (outcome.verdict is Verdict.OUTRANKED and outcome.cost is None)
     uids = proposal.uids if passed else tuple(p.uid for p in outcome.victims)
     cost = both.costs.get(name)
     return {

@@ -36,7 +36,7 @@ FALLBACKS = {
         Cause.UNKNOWN_NODE.value,
         Cause.UNKNOWN_VICTIM.value,
         Cause.UNMODELLED.value,
-        Cause.VIEW_HAS_ROOM.value,
+        Cause.SCHEDULER_SEES_LESS.value,
     ),
 }
 

@@ -17,7 +17,11 @@ class Cause(str, Enum):
     UNKNOWN_VICTIM = "unknown victim"
     UNMODELLED = "unmodelled constraints"
     IN_FLIGHT = "victims already promised"
-    VIEW_HAS_ROOM = "view has room"
+    VIEW_HAS_ROOM = "view has room"  # policy.stock: upstream finds no victim to evict
+    # The scheduler's victims could be fewer in reprieve's view: the scheduler counts something
+    # reprieve cannot see yet, so reprieve's victims free at least as much as the scheduler's.
+    SCHEDULER_SEES_LESS = "scheduler sees less room"
+    LEAVING = "pods already leaving"  # the pod fits once terminating pods are gone: nothing to evict
 
 
 class Refusal(str, Enum):

@@ -43,10 +43,23 @@ class Pod:
     unmodelled: tuple[str, ...] = ()
     priority_class: str = ""
     owner: str | None = None  # UID of the controlling owner (a ReplicaSet, a Job, ...)
+    # When reprieve's view first showed the pod bound to its node (seconds since the epoch);
+    # None: as old as the view itself (a snapshot, a first list). Not part of the pod's identity.
+    bound_at: float | None = field(default=None, compare=False)
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """A preemption reprieve answered that its view may not show yet: the preemptor about to
+    be nominated to ``node``, its victims about to be deleted."""
+
+    preemptor: Pod
+    node: str
+    victims: tuple[Pod, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
 from policy import ranking
 from policy.causes import Cause, Refusal
-from policy.model import POD_ANTI_AFFINITY, Pod
+from policy import resources
+from policy.model import POD_ANTI_AFFINITY, InFlight, Pod
+from policy.resources import Vector
 from policy import tenancy
 from policy.tenancy import Rules, Standing
 from policy.pdb import NO_VIOLATIONS, BudgetsOf, Violations, count_violations
@@ -52,6 +54,14 @@ class PreemptDecision:
     refusal: Refusal = Refusal.NONE  # why no node was even considered
 
 
+# A pod that reprieve's view shows bound for less than this may not be in the scheduler's
+# snapshot yet (taken at the start of its scheduling cycle): reprieve names it only if the
+# scheduler proposed it, since the scheduler rejects a preemption that names a pod it cannot
+# find on the node. Pods the scheduler binds itself are in its snapshot before reprieve sees
+# them; this covers pods bound by others (another scheduler, a controller, a person).
+SETTLE_SECONDS = 1.0
+
+
 def decide(
     *,
     view: ClusterView,
@@ -59,33 +69,40 @@ def decide(
     proposals: Mapping[str, Proposal],
     rules: Rules | None = None,
     standing: Standing | None = None,
-    in_flight: Sequence[tenancy.InFlight] = (),
+    in_flight: Sequence[InFlight] = (),
     now: float | None = None,
 ) -> PreemptDecision:
-    """Re-derive victims on each candidate node, drop hopeless nodes, offer the cheapest.
+    """Re-derive victims on each candidate node, drop hopeless nodes, offer the cheapest one.
 
-    Nodes or victim UIDs reprieve does not know are passed through untouched. If the
-    preemptor has constraints reprieve does not model (policy.model), or a pod on the node
-    has required anti-affinity that may be what blocks the preemptor, the scheduler's own
-    victims are kept for that node and only their PodDisruptionBudget violations recounted
-    (and the node dropped if the rules protect one of them).
+    ``in_flight`` are earlier answers the view may not show yet: their victims count as gone
+    and are never named again, their preemptors hold room on their nodes. Exactly one node is
+    offered (the first of exact ties), so that the answer recorded in flight is the one the
+    scheduler carries out.
+
+    The scheduler's cache is at least as fresh as reprieve's view for everything it did
+    itself, so its proposal sets the floor: a node or victim UID reprieve does not know is
+    passed through untouched; where the proposal shows the scheduler sees less room than
+    reprieve (one of its victims could stay in reprieve's view), reprieve's victims free at
+    least as much as the scheduler's; and reprieve names only pods the scheduler can resolve
+    (no terminating pod and no pod bound less than SETTLE_SECONDS before ``now`` unless the
+    scheduler proposed it). If the preemptor has constraints reprieve does not model
+    (policy.model), or a pod on the node has required anti-affinity that may be what blocks
+    the preemptor, the scheduler's own victims are kept for that node and only their
+    PodDisruptionBudget violations recounted (and the node dropped if the rules protect one).
 
     With ``rules`` (policy.tenancy), victims are chosen only among the pods the rules allow,
     and a preemptor still inside its preemption delay (measured against ``now``, seconds
     since the epoch) may not preempt yet. ``standing`` is ``tenancy.assess(rules, view)``,
-    passed in when the caller keeps it for many decisions over the same view; ``in_flight``
-    are earlier answers the view may not show yet (see tenancy.with_in_flight). With rules,
-    only one node is offered even when several tie, so that the caller knows exactly which
-    victims are in flight.
+    passed in when the caller keeps it for many decisions over the same view.
     """
-    refusal, why = _ineligible(view, preemptor)
+    in_flight = [f for f in in_flight if f.preemptor.uid != preemptor.uid]
+    refusal, why = _ineligible(view, preemptor, in_flight)
     screen = None
     if rules is not None and refusal is Refusal.NONE:
         if standing is None:
             standing = tenancy.assess(rules, view, pending=(preemptor,))
         elif preemptor.uid not in standing.membership:
             standing = tenancy.with_pending(standing, (preemptor,))
-        in_flight = [f for f in in_flight if f.preemptor.uid != preemptor.uid]
         standing = tenancy.with_in_flight(standing, view, in_flight)
         wait = tenancy.delay_left(rules=rules, standing=standing, preemptor=preemptor, now=now)
         if wait > 0:
@@ -97,7 +114,7 @@ def decide(
 
     outcomes: dict[str, NodeOutcome] = {}
     for name in sorted(proposals):
-        outcome = _evaluate(view, preemptor, name, proposals[name], screen, in_flight)
+        outcome = _evaluate(view, preemptor, name, proposals[name], screen, in_flight, now)
         if screen is not None and outcome.verdict is Verdict.PASSED_THROUGH:
             # The rules cannot be checked on victims reprieve does not know: not offered.
             outcome = dataclasses.replace(
@@ -105,31 +122,52 @@ def decide(
             )
         outcomes[name] = outcome
 
-    costs = {n: o.cost for n, o in outcomes.items() if o.cost is not None}
-    chosen = ranking.best(costs)
-    reasons = []
-    if rules is not None and len(chosen) > 1:
-        reasons.append(f"{', '.join(chosen)} tie; with a policy only {chosen[0]} is offered (victims in flight stay known)")
-        chosen = chosen[:1]
-    if chosen:
-        winner = costs[chosen[0]]
-        reasons.append(f"chose {', '.join(chosen)}: {winner.describe()}")
-        for name, c in costs.items():
-            if name not in chosen:
-                outcomes[name] = dataclasses.replace(
-                    outcomes[name],
-                    verdict=Verdict.OUTRANKED,
-                    reasons=(*outcomes[name].reasons, _not_chosen(c, winner, chosen[0])),
-                )
-    answer: dict[str, Proposal] = {}
-    for name, outcome in outcomes.items():
-        if outcome.verdict is Verdict.PASSED_THROUGH:
-            answer[name] = proposals[name]
-        elif outcome.verdict is Verdict.CHOSEN:
-            answer[name] = Proposal(tuple(p.uid for p in outcome.victims), outcome.violations.count)
-    if not answer:
-        reasons.append("no candidate node can make room for the pod")
+    waiting = [n for n, o in outcomes.items() if o.cause is Cause.LEAVING]
+    if waiting:
+        # Evicting anyone anywhere would be worse than waiting for pods that are leaving anyway.
+        reasons = (f"fits on {waiting[0]} once the pods terminating there are gone: nothing to evict",)
+        return PreemptDecision(answer={}, outcomes=tuple(outcomes.values()), reasons=reasons)
+    answer, reasons = _offer(proposals, outcomes)
     return PreemptDecision(answer=answer, outcomes=tuple(outcomes.values()), reasons=tuple(reasons))
+
+
+def _offer(proposals: Mapping[str, Proposal], outcomes: dict[str, NodeOutcome]) -> tuple[dict[str, Proposal], list[str]]:
+    """One node: the cheapest reprieve judged (the first of exact ties), else the scheduler's
+    own best among the nodes passed through (fewest PDB violations, then name). The others
+    are marked outranked."""
+    costs = {n: o.cost for n, o in outcomes.items() if o.cost is not None}
+    passed = sorted((n for n, o in outcomes.items() if o.verdict is Verdict.PASSED_THROUGH),
+                    key=lambda n: (proposals[n].num_pdb_violations, n))
+    ties = ranking.best(costs)
+    reasons: list[str] = []
+    if ties:
+        chosen = ties[0]
+        winner = costs[chosen]
+        reasons.append(f"chose {chosen}: {winner.describe()}")
+        if len(ties) > 1:
+            reasons.append(f"{', '.join(ties)} tie; only {chosen} is offered, so that the victims in flight stay known")
+        for name, c in costs.items():
+            if name != chosen:
+                outcomes[name] = dataclasses.replace(
+                    outcomes[name], verdict=Verdict.OUTRANKED, reasons=(*outcomes[name].reasons, _not_chosen(c, winner, chosen))
+                )
+        why_not = f"not offered: reprieve offers {chosen}, which it could judge"
+    elif passed:
+        chosen = passed[0]
+        reasons.append(f"chose {chosen}, unjudged: the scheduler's own victims on the node it ranks first")
+        why_not = f"not offered: the scheduler ranks {chosen} first"
+    else:
+        return {}, ["no candidate node can make room for the pod"]
+    for name in passed:
+        if name != chosen:
+            outcomes[name] = dataclasses.replace(
+                outcomes[name], verdict=Verdict.OUTRANKED, reasons=(*outcomes[name].reasons, why_not)
+            )
+    outcome = outcomes[chosen]
+    if outcome.verdict is Verdict.PASSED_THROUGH:
+        return {chosen: proposals[chosen]}, reasons
+    outcomes[chosen] = dataclasses.replace(outcome, verdict=Verdict.CHOSEN)
+    return {chosen: Proposal(tuple(p.uid for p in outcome.victims), outcome.violations.count)}, reasons
 
 
 def _not_chosen(cost: ranking.Cost, winner: ranking.Cost, chosen: str) -> str:
@@ -138,18 +176,38 @@ def _not_chosen(cost: ranking.Cost, winner: ranking.Cost, chosen: str) -> str:
     return f"not chosen: {cost.versus(winner)} on {chosen}"
 
 
-def _ineligible(view: ClusterView, preemptor: Pod) -> tuple[Refusal, str]:
+def _ineligible(view: ClusterView, preemptor: Pod, in_flight: Sequence[InFlight]) -> tuple[Refusal, str]:
+    """preemptionPolicy Never; or nominated to a node where lower-priority pods are leaving
+    and their room, once free, is enough for the preemptor: it waits for them.
+
+    Upstream waits whenever such a pod is terminating because of preemption. reprieve also
+    checks that the room will be the preemptor's: pods nominated there that outrank it (or,
+    at equal priority, were created first) and answers in flight hold it first. A preemptor
+    whose room was taken by another may preempt again at once instead of waiting for nothing.
+    """
     if preemptor.preemption_never:
         return Refusal.NEVER, "preemptionPolicy is Never"
     nominated = view.nodes.get(preemptor.nominated_node_name or "")
-    if nominated is not None:
-        leaving = [p.key for p in nominated.pods if p.terminating and p.priority < preemptor.priority]
-        if leaving:
-            return Refusal.VICTIMS_TERMINATING, (
-                f"already nominated to {nominated.name}, where lower-priority "
-                f"{', '.join(sorted(leaving))} are terminating; waiting for them"
-            )
-    return Refusal.NONE, ""
+    if nominated is None:
+        return Refusal.NONE, ""
+    leaving = [p for p in nominated.pods if p.terminating and p.priority < preemptor.priority]
+    if not leaving:
+        return Refusal.NONE, ""
+    first = (preemptor.priority, -(preemptor.created or 0), preemptor.key)
+    holders = [
+        p for p in view.nominated.get(nominated.name, ())
+        if p.uid != preemptor.uid and (p.priority, -(p.created or 0), p.key) > first
+    ]
+    node, holders = _as_it_will_be(view, nominated, tuple(holders), preemptor, in_flight)
+    staying = [p for p in node.pods if not p.terminating]
+    used = resources.add(*(p.requests for p in staying), *(p.requests for p in holders))
+    short = resources.shortfalls(request=preemptor.requests, allocatable=node.node.allocatable, used=used)
+    names = ", ".join(sorted(p.key for p in leaving))
+    if short:
+        return Refusal.NONE, ""  # preempting again is the only way: see the node's reasons
+    return Refusal.VICTIMS_TERMINATING, (
+        f"already nominated to {nominated.name}, where lower-priority {names} are terminating; waiting for them"
+    )
 
 
 def _evaluate(
@@ -158,7 +216,8 @@ def _evaluate(
     name: str,
     proposal: Proposal,
     screen: tenancy.Screen | None,
-    in_flight: Sequence[tenancy.InFlight] = (),
+    in_flight: Sequence[InFlight],
+    now: float | None,
 ) -> NodeOutcome:
     node = view.nodes.get(name)
     if node is None:
@@ -166,7 +225,7 @@ def _evaluate(
     on_node = {p.uid: p for p in node.pods}
     unknown = [uid for uid in proposal.uids if uid not in on_node]
     if unknown:
-        # The scheduler sees pods here that reprieve does not: its view of the node is stale.
+        # The scheduler sees pods here that reprieve does not: its view of the node is fresher.
         return NodeOutcome(
             name,
             Verdict.PASSED_THROUGH,
@@ -175,37 +234,85 @@ def _evaluate(
         )
     budgets = view.budgets_covering
     proposed = [on_node[uid] for uid in proposal.uids]
-    # Where reprieve keeps the scheduler's victims, those promised to an earlier answer free
-    # nothing: their room is already another preemptor's.
-    promised = sorted(p.key for p in proposed if p.uid in _promised(in_flight, name))
+    promised = _promised(in_flight, name)
     unmodelled = _unmodelled(preemptor, node)
-    if unmodelled and promised:
-        return _already_promised(name, promised)
     if unmodelled:
+        # The scheduler's victims are kept; those promised to an earlier answer free nothing:
+        # their room is already another preemptor's.
+        taken = sorted(p.key for p in proposed if p.uid in promised)
+        if taken:
+            return _already_promised(name, taken)
         return _keep_scheduler_victims(name, proposed, budgets, screen, Cause.UNMODELLED, unmodelled)
 
     reservations = view.reservations(name, pod=preemptor)
     node, reservations = _as_it_will_be(view, node, reservations, preemptor, in_flight)
+    here = {p.uid for p in node.pods}
+    proposed = [p for p in proposed if p.uid in here]  # promised ones are gone, unless terminating
+    at_least = _scheduler_sees_less(node, preemptor, reservations, proposed, promised)
     selection = select_victims(
-        node=node, preemptor=preemptor, reservations=reservations, budgets_of=budgets, screen=screen
+        node=node,
+        preemptor=preemptor,
+        reservations=reservations,
+        budgets_of=budgets,
+        screen=screen,
+        nameable=_nameable({p.uid for p in proposed if p.uid not in promised}, now),
+        at_least=at_least,
     )
     if isinstance(selection, NodeRejected):
         return NodeOutcome(name, Verdict.DROPPED, selection.cause, reasons=(selection.reason,))
     if not selection.victims:
-        # The scheduler sees a shortage that reprieve's view does not: trust the fresher one.
-        if promised:
-            return _already_promised(name, promised)
-        return _keep_scheduler_victims(
-            name, proposed, budgets, screen, Cause.VIEW_HAS_ROOM, "reprieve's view has room without evicting"
+        return NodeOutcome(
+            name, Verdict.DROPPED, Cause.LEAVING, reasons=("fits once the pods terminating here are gone",)
         )
     return NodeOutcome(
         name,
         Verdict.CHOSEN,
+        Cause.SCHEDULER_SEES_LESS if at_least is not None else Cause.NONE,
         victims=selection.victims,
         violations=selection.violations,
         cost=ranking.cost(selection.victims, selection.violations, selection.opted_out),
         reasons=selection.reasons,
     )
+
+
+def _scheduler_sees_less(
+    node: NodeInfo, preemptor: Pod, reservations: Sequence[Pod], proposed: list[Pod], promised: set[str]
+) -> Vector | None:
+    """What the scheduler's victims free, if its proposal shows it sees less room than reprieve.
+
+    Upstream's victims are inclusion-minimal in the scheduler's view: every one of them is
+    needed. If, in reprieve's view with the same victims gone, one of them could stay (or
+    nothing needed to go at all), the scheduler counts something reprieve cannot see yet: a
+    pod it has just bound, a nomination it has just made. Victims that free at least as much
+    as the scheduler's own make room in the scheduler's view whatever it counts. (Victims
+    promised to an earlier answer leave anyway and are not counted in what must be freed.)
+    """
+    live = [p for p in proposed if not p.terminating]
+    if not live:
+        return None
+    request = preemptor.requests
+    checked = resources.checked_resources(request)
+    freed = resources.add(*(p.requests for p in proposed))
+    used = resources.add(node.requested, *(p.requests for p in reservations))
+    room = {r: node.node.allocatable.get(r, 0) - used.get(r, 0) + freed.get(r, 0) - request[r] for r in checked}
+    if any(all(p.requests.get(r, 0) <= room[r] for r in checked) for p in live):
+        return resources.add(*(p.requests for p in proposed if p.uid not in promised))
+    return None
+
+
+def _nameable(proposed: set[str], now: float | None) -> Callable[[Pod], bool]:
+    """Pods an answer may name: the scheduler must find each on the node in the snapshot of
+    its current cycle, or it rejects the whole answer."""
+    settled = None if now is None else now - SETTLE_SECONDS
+
+    def nameable(pod: Pod) -> bool:
+        if pod.uid in proposed:
+            return True
+        if pod.terminating:
+            return False  # may be gone from the scheduler's snapshot; leaving anyway
+        return settled is None or pod.bound_at is None or pod.bound_at <= settled
+
+    return nameable
 
 
 def _already_promised(name: str, promised: list[str]) -> NodeOutcome:
@@ -217,7 +324,7 @@ def _already_promised(name: str, promised: list[str]) -> NodeOutcome:
     )
 
 
-def _promised(in_flight: Sequence[tenancy.InFlight], node: str) -> set[str]:
+def _promised(in_flight: Sequence[InFlight], node: str) -> set[str]:
     return {v.uid for f in in_flight if f.node == node for v in f.victims}
 
 
@@ -226,7 +333,7 @@ def _as_it_will_be(
     node: NodeInfo,
     reservations: tuple[Pod, ...],
     preemptor: Pod,
-    in_flight: Sequence[tenancy.InFlight],
+    in_flight: Sequence[InFlight],
 ) -> tuple[NodeInfo, tuple[Pod, ...]]:
     """The node once earlier answers take effect: their victims gone, their preemptors
     nominated here (holding room against pods of lower or equal priority). The scheduler's

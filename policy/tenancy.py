@@ -27,7 +27,7 @@ from fractions import Fraction
 
 from policy import resources
 from policy.labels import Selector
-from policy.model import Pod
+from policy.model import InFlight, Pod
 from policy.resources import Vector
 from policy.view import ClusterView
 
@@ -261,16 +261,6 @@ def water_fill(capacity: Vector, claims: Sequence[tuple[str, int, Vector]]) -> d
             if value:
                 result[name][resource] = int(value)  # floor: shares never exceed capacity
     return result
-
-
-@dataclass(frozen=True, slots=True)
-class InFlight:
-    """A preemption reprieve answered that its view may not show yet: the preemptor about to
-    be nominated, its victims about to be deleted (YuniKorn's "preempting" resources)."""
-
-    preemptor: Pod
-    node: str
-    victims: tuple[Pod, ...]
 
 
 def with_in_flight(standing: Standing, view: ClusterView, in_flight: Iterable[InFlight]) -> Standing:

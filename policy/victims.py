@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from policy import ranking, resources
@@ -11,8 +11,13 @@ from policy.causes import Cause
 from policy.model import Pod
 from policy.pdb import BudgetsOf, Violations, count_violations, violating
 from policy.pdb import protected as protected_by_budgets
+from policy.resources import Vector
 from policy.tenancy import Judgement, Screen
 from policy.view import NodeInfo
+
+
+# Why a live pod the answer may not name stays (see select_victims' ``nameable``).
+UNSETTLED = "may be unknown to the scheduler yet"
 
 
 def importance(pod: Pod) -> tuple:
@@ -53,6 +58,8 @@ def select_victims(
     reservations: Sequence[Pod],
     budgets_of: BudgetsOf,
     screen: Screen | None = None,
+    nameable: Callable[[Pod], bool] | None = None,
+    at_least: Vector | None = None,
 ) -> VictimSelection | NodeRejected:
     """The victims reprieve would evict on ``node`` so that ``preemptor`` fits.
 
@@ -74,6 +81,12 @@ def select_victims(
     them. If the victims would leave another queue below its share, the attempt is repeated
     with that queue's pods reprieved first; if that fails too, the node is rejected.
 
+    ``nameable`` says which pods the answer may name (policy.preempt: those the scheduler can
+    resolve). A live pod it refuses stays, like a protected one; a terminating pod it refuses
+    still leaves (its room is freed) but is not named. ``at_least``: the victims named must
+    free at least this much of every resource the preemptor requests (the scheduler's own
+    victims, when its proposal shows it sees less room than reprieve).
+
     The result is inclusion-minimal: a failed reprieve only gets harder as later pods are
     added back, so no single victim could be spared.
     """
@@ -83,9 +96,13 @@ def select_victims(
         return NodeRejected(node.name, f"no pod has priority below {preemptor.priority}", Cause.NO_LOWER_PRIORITY)
     protected: dict[str, str] = {}
     last_resort: list[Pod] = []
+    if nameable is not None:
+        for pod in lower:
+            if not pod.terminating and not nameable(pod):
+                protected[pod.key] = UNSETTLED
     if screen is not None:
         for pod in lower:
-            if pod.terminating:
+            if pod.terminating or pod.key in protected:
                 continue  # leaving anyway: naming it takes nothing from anyone
             judgement, why = screen.judge(pod)
             if judgement is Judgement.PROTECTED:
@@ -99,15 +116,15 @@ def select_victims(
         attempts.append((candidates, tuple(last_resort)))
     result: VictimSelection | NodeRejected | None = None
     for pool, spare_first in attempts:
-        result = _attempt(node, preemptor, pool, reservations, budgets_of, screen, spare_first, protected)
+        result = _attempt(
+            node, preemptor, pool, reservations, budgets_of, screen, spare_first, protected, nameable, at_least
+        )
         if isinstance(result, VictimSelection):
             break
     assert result is not None
     if isinstance(result, NodeRejected) and not candidates:
         return NodeRejected(
-            node.name,
-            f"every lower-priority pod is protected by policy: {_protections(protected)}",
-            Cause.PROTECTED,
+            node.name, f"every lower-priority pod is protected: {_protections(protected)}", _cause(protected)
         )
     return result
 
@@ -121,9 +138,12 @@ def _attempt(
     screen: Screen | None,
     spare_first: tuple[Pod, ...],
     protected: dict[str, str],
+    nameable: Callable[[Pod], bool] | None,
+    at_least: Vector | None,
 ) -> VictimSelection | NodeRejected:
     alloc = node.node.allocatable
     request = preemptor.requests
+    checked = resources.checked_resources(request)
     # Step 2: everything that is not a candidate stays.
     pool = {p.uid for p in candidates}
     staying = [p for p in node.pods if p.priority < preemptor.priority and p.uid not in pool]
@@ -134,33 +154,34 @@ def _attempt(
     )
     missing = resources.shortfalls(request=request, allocatable=alloc, used=kept)
     if missing:
-        held = f" (room held for {_names(reservations)})" if reservations else ""
-        if protected:
-            return NodeRejected(
-                node.name,
-                f"does not fit unless pods protected by policy go{held}: short of "
-                f"{resources.describe(missing)}; {_protections(protected)}",
-                Cause.PROTECTED,
-            )
-        return NodeRejected(
-            node.name,
-            f"does not fit even with every lower-priority pod removed{held}: "
-            f"short of {resources.describe(missing)}",
-            Cause.DOES_NOT_FIT,
-        )
+        return _no_room(node, reservations, protected, f"short of {resources.describe(missing)}")
     # Step 3, and again with the pods of a queue that would fall below its share spared first.
     live = most_important_first(p for p in candidates if not p.terminating)
-    leaving = [p for p in candidates if p.terminating]
+    # Terminating pods leave anyway; the answer names only those the scheduler can resolve.
+    leaving = [p for p in candidates if p.terminating and (nameable is None or nameable(p))]
+    # ``room``: what the reprieved pods may use in each checked resource.
+    room = {r: alloc.get(r, 0) - kept.get(r, 0) - request[r] for r in checked}
+    if at_least is not None:
+        # Named victims free at least ``at_least``: the reprieved may use no more than the rest.
+        for r in checked:
+            cap = sum(p.requests.get(r, 0) for p in (*live, *leaving)) - at_least.get(r, 0)
+            room[r] = min(room[r], cap)
+        short = {r: -v for r, v in room.items() if v < 0}
+        if short:
+            return _no_room(
+                node, reservations, protected,
+                f"cannot free as much as the scheduler's own victims (short of {resources.describe(short)})",
+            )
     shields = (protected_by_budgets(live, budgets_of), violating(live, budgets_of))
     first = {p.uid for p in spare_first}
     victims, violations, reprieved, shielded = _best_reprieve(
-        node, request, kept, live, leaving, budgets_of, shields, lambda p: (p.uid not in first,)
+        room, checked, live, leaving, budgets_of, shields, lambda p: (p.uid not in first,)
     )
     # Law 2 over the whole set: if the reprieve takes too much from some queue, choose again,
     # least important first, skipping pods whose queue could not afford them.
     short = screen.shortfalls(victims) if screen is not None else {}
     if short:
-        budgeted = _within_shares(node, request, kept, live, leaving, screen, first)
+        budgeted = _within_shares(room, checked, live, leaving, screen, first)
         if budgeted is None:
             reason = next(iter(short.values()))
             return NodeRejected(node.name, f"the victims it needs are out of reach: {reason}", Cause.QUEUE_SHARE)
@@ -168,7 +189,6 @@ def _attempt(
         violations = count_violations(victims, budgets_of)
         reprieved, shielded = len(live) + len(leaving) - len(victims), frozenset()
     # Step 4 (_best_reprieve orders the victims and counts their violations).
-    checked = resources.checked_resources(request)
     freed = resources.add(*(p.requests for p in victims))
     lower = len(candidates) + len(staying)
     reasons = [
@@ -177,8 +197,13 @@ def _attempt(
         f"evicting {len(victims)} frees {resources.describe(_only(freed, checked))}",
         violations.describe(),
     ]
+    if at_least is not None:
+        reasons.append(
+            f"frees at least what the scheduler's victims free ({resources.describe(_only(at_least, checked))}): "
+            "its proposal shows it sees less room here than reprieve"
+        )
     if protected:
-        reasons.append(f"{len(protected)} protected by policy: {_protections(protected)}")
+        reasons.append(f"{len(protected)} protected: {_protections(protected)}")
     opted_out = sum(p.uid in first for p in victims)
     if opted_out:
         reasons.append(f"{opted_out} victim(s) opted out of preemption: no victim set without them fits")
@@ -187,7 +212,25 @@ def _attempt(
     return VictimSelection(node.name, victims, violations, tuple(reasons), opted_out)
 
 
-def _best_reprieve(node, request, kept, live, leaving, budgets_of, shields, tier):
+def _no_room(node: NodeInfo, reservations: Sequence[Pod], protected: dict[str, str], short: str) -> NodeRejected:
+    held = f" (room held for {_names(reservations)})" if reservations else ""
+    if protected:
+        return NodeRejected(
+            node.name,
+            f"does not fit unless protected pods go{held}: {short}; {_protections(protected)}",
+            _cause(protected),
+        )
+    return NodeRejected(
+        node.name, f"does not fit even with every lower-priority pod removed{held}: {short}", Cause.DOES_NOT_FIT
+    )
+
+
+def _cause(protected: dict[str, str]) -> Cause:
+    """Protected by the multi-tenant rules, or only kept because the scheduler may not know them."""
+    return Cause.PROTECTED if any(why != UNSETTLED for why in protected.values()) else Cause.DOES_NOT_FIT
+
+
+def _best_reprieve(room, checked, live, leaving, budgets_of, shields, tier):
     """Reprieve with the first shield's pods tried first (after ``tier``); if that violates a
     budget, also with the second's, and keep the cheaper (ties: the first).
 
@@ -202,7 +245,7 @@ def _best_reprieve(node, request, kept, live, leaving, budgets_of, shields, tier
     for shield in shields:
         if best is not None and (best[0][0:2] == (0, 0) or shield == best[4]):
             break  # no violation to avoid, or the same order again
-        victims, reprieved = _reprieve(node, request, kept, live, leaving, lambda p: (*tier(p), p.uid not in shield))
+        victims, reprieved = _reprieve(room, checked, live, leaving, lambda p: (*tier(p), p.uid not in shield))
         victims = most_important_first(victims)
         violations = count_violations(victims, budgets_of)
         key = ranking.cost(victims, violations).key
@@ -211,7 +254,7 @@ def _best_reprieve(node, request, kept, live, leaving, budgets_of, shields, tier
     return best[1:]
 
 
-def _within_shares(node, request, kept, live, leaving, screen, first) -> list[Pod] | None:
+def _within_shares(room, checked, live, leaving, screen, first) -> list[Pod] | None:
     """Victims that leave every other queue at or above its share, or None.
 
     Take pods least important first (opted-out ones last), skipping any whose queue could not
@@ -219,11 +262,8 @@ def _within_shares(node, request, kept, live, leaving, screen, first) -> list[Po
     important first, every victim the preemptor can do without. Inclusion-minimal like the
     reprieve, but it may take more important pods than the reprieve would have.
     """
-    alloc = node.node.allocatable
-    checked = resources.checked_resources(request)
-    # The victims must free at least ``need``: what the live candidates use beyond the slack.
-    slack = {r: alloc.get(r, 0) - kept.get(r, 0) - request[r] for r in checked}
-    need = {r: sum(p.requests.get(r, 0) for p in live) - slack[r] for r in checked}
+    # The victims must free at least ``need``: what the live candidates use beyond the room.
+    need = {r: sum(p.requests.get(r, 0) for p in live) - room[r] for r in checked}
 
     def frees_enough(pods: list[Pod]) -> bool:
         return all(sum(p.requests.get(r, 0) for p in pods) >= need[r] for r in checked)
@@ -249,25 +289,21 @@ def _least_important_first(live: Sequence[Pod], first: set[str]) -> list[Pod]:
     return [p for p in backwards if p.uid not in first] + [p for p in backwards if p.uid in first]
 
 
-def _reprieve(node, request, kept, live, leaving, tier) -> tuple[list[Pod], int]:
-    """Add the ``live`` candidates (most important first) back while the preemptor fits, by
+def _reprieve(room, checked, live, leaving, tier) -> tuple[list[Pod], int]:
+    """Add the ``live`` candidates (most important first) back while they fit in ``room``, by
     ``tier`` then importance; the rest go, with every ``leaving`` (terminating) pod."""
-    alloc = node.node.allocatable
-    checked = resources.checked_resources(request)
-    # ``slack`` is the room left for reprieved pods in each checked resource.
-    slack = {r: alloc.get(r, 0) - kept.get(r, 0) - request[r] for r in checked}
     order = sorted(live, key=tier)  # stable: importance order within each tier
     victims = list(leaving)
     reprieved = 0
     # Pods of one workload share one requests vector: its checked amounts are looked up once.
     amounts: dict[int, tuple[int, ...]] = {}
-    room = [slack[r] for r in checked]
+    left = [room[r] for r in checked]
     for pod in order:
         needs = amounts.get(id(pod.requests))
         if needs is None:
             needs = amounts[id(pod.requests)] = tuple(pod.requests.get(r, 0) for r in checked)
-        if all(n <= left for n, left in zip(needs, room)):
-            room = [left - n for n, left in zip(needs, room)]
+        if all(n <= free for n, free in zip(needs, left)):
+            left = [free - n for n, free in zip(needs, left)]
             reprieved += 1
         else:
             victims.append(pod)

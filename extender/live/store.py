@@ -10,8 +10,11 @@ A view is never changed after it is built: policy reads it without locks.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from policy.model import DisruptionBudget, Pod
@@ -26,7 +29,8 @@ class Store:
     Policy never sees these dicts: ``build_view`` publishes copies into a new ClusterView.
     """
 
-    def __init__(self, kinds: tuple[str, ...]) -> None:
+    def __init__(self, kinds: tuple[str, ...], *, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock  # stamps Pod.bound_at: when this store first saw a pod bound to its node
         self._lock = threading.Lock()
         self._records: dict[str, dict[str, Any]] = {kind: {} for kind in kinds}
         self._generation = 0  # bumped by every change; tells the publisher a view is due
@@ -60,6 +64,9 @@ class Store:
     def replace(self, kind: str, records: dict[str, Any], resource_version: str) -> None:
         """A fresh list: the kind's records become exactly these (ghosts of missed deletes go)."""
         with self._lock:
+            if kind == PODS and self._records[PODS]:
+                # A relist: pods bound since the last event are news, like a watch event's.
+                records = {key: self._stamped(self._records[PODS].get(key), pod) for key, pod in records.items()}
             self._records[kind] = records
             self._versions[kind] = resource_version
             self._generation += 1
@@ -76,6 +83,8 @@ class Store:
         with self._lock:
             records = self._records[kind]
             old = records.get(key)
+            if kind == PODS and record is not None:
+                record = self._stamped(old, record)
             if record is None:
                 records.pop(key, None)
             else:
@@ -111,6 +120,14 @@ class Store:
     def counts(self) -> dict[str, int]:
         with self._lock:
             return {kind: len(records) for kind, records in self._records.items()}
+
+    def _stamped(self, old: Pod | None, new: Pod) -> Pod:
+        """``new`` with bound_at: kept while the pod stays on its node, now when it arrives."""
+        if new.node_name is None:
+            return new
+        if old is not None and old.node_name == new.node_name:
+            return new if old.bound_at == new.bound_at else dataclasses.replace(new, bound_at=old.bound_at)
+        return dataclasses.replace(new, bound_at=self._clock())
 
     # indexes (all under self._lock)
 

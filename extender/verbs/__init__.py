@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from extender.config import Mode
 from extender.logs import event
 from extender.metrics import NOT_READY, Metrics
+from extender.ledger import Ledger
 from extender.standings import Standings
 from policy.causes import Refusal
 from policy.model import Pod
@@ -27,6 +28,7 @@ class Context:
     metrics: Metrics
     log: logging.Logger
     standings: Standings | None = None  # the --policy rules; None: Kubernetes rules only
+    ledger: Ledger = field(default_factory=Ledger)  # preempt answers the view may not show yet
     mode: Mode = Mode.ENFORCE
     started: float = field(default_factory=time.perf_counter)
 

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from extender import translate, wire
 from extender.metrics import priority_band
 from extender.verbs import Context
-from policy.causes import Refusal
-from policy.preempt import PreemptDecision, Proposal, Verdict, decide
+from policy.causes import Cause, Refusal
+from policy.preempt import NodeOutcome, PreemptDecision, Proposal, Verdict, decide
 from policy.view import ClusterView
 
 
@@ -26,13 +26,14 @@ def handle(body: bytes, ctx: Context) -> bytes:
         proposals=proposals,
         rules=policy.rules if policy else None,
         standing=policy.of(ctx.view) if policy else None,
-        in_flight=policy.in_flight(ctx.view) if policy else (),
+        in_flight=ctx.ledger.in_flight(ctx.view),
         now=time.time(),
     )
-    if policy and decision.answer and not ctx.shadow:
+    if decision.answer and not ctx.shadow:
         # In shadow mode the scheduler evicts its own victims, not these: nothing is in flight.
-        chosen = next(o for o in decision.outcomes if o.verdict is Verdict.CHOSEN or o.node in decision.answer)
-        policy.record(preemptor, chosen.node, chosen.victims)
+        (node,) = decision.answer
+        chosen = next(o for o in decision.outcomes if o.node == node)
+        ctx.ledger.record(preemptor, node, chosen.victims)
 
     _count(ctx, proposals, decision)
     ctx.decided(
@@ -42,10 +43,19 @@ def handle(body: bytes, ctx: Context) -> bytes:
         refusal=decision.refusal,
         changed=_differs(proposals, decision.answer),
         notable=True,
-        fallbacks=[o.cause.value for o in decision.outcomes if o.verdict is Verdict.PASSED_THROUGH or o.kept_scheduler_victims],
+        fallbacks=[o.cause.value for o in decision.outcomes if _fell_back(o)],
         details=lambda: _details(ctx.view, proposals, decision),
     )
     return _answer(proposals if ctx.shadow else decision.answer)
+
+
+def _fell_back(outcome: NodeOutcome) -> bool:
+    """reprieve left (part of) this node's answer to the scheduler's judgement."""
+    return (
+        outcome.verdict is Verdict.PASSED_THROUGH
+        or outcome.kept_scheduler_victims
+        or outcome.cause is Cause.SCHEDULER_SEES_LESS
+    )
 
 
 def _answer(victims: Mapping[str, Proposal]) -> bytes:
@@ -68,8 +78,7 @@ def _count(ctx: Context, proposals: Mapping[str, Proposal], decision: PreemptDec
     m = ctx.metrics
     for outcome in decision.outcomes:
         m.preempt_nodes.labels(outcome.verdict.value, outcome.cause.value).inc()
-    # The victims that will go if the scheduler takes reprieve's first node (ties are rare and
-    # cost the same).
+    # The victims that will go (reprieve offers one node).
     first = next((o for o in decision.outcomes if o.verdict is Verdict.CHOSEN), None)
     for victim in first.victims if first else ():
         m.victims.labels(victim.qos.wire, priority_band(victim.priority)).inc()

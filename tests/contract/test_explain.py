@@ -336,16 +336,16 @@ def test_request_with_nodes_and_victims_the_snapshot_does_not_know(capsys, tmp_p
     request = tmp_path / "request.json"
     request.write_text(json.dumps(body))
     result = report(capsys, "--snapshot", str(EXAMPLE), "--request", str(request))
-    # reprieve returns both exactly as received; neither can be ranked from the snapshot.
+    # Neither can be ranked from the snapshot; reprieve offers node-a, which it can judge.
     ghost, d = row(result, "ghost"), row(result, "node-d")
-    assert (ghost["reprieve"]["verdict"], ghost["reprieve"]["cause"]) == ("passed through", "unknown node")
-    assert (d["reprieve"]["verdict"], d["reprieve"]["cause"]) == ("passed through", "unknown victim")
+    assert (ghost["reprieve"]["verdict"], ghost["reprieve"]["cause"]) == ("outranked", "unknown node")
+    assert (d["reprieve"]["verdict"], d["reprieve"]["cause"]) == ("outranked", "unknown victim")
     assert d["reprieve"]["victims"] == [
         {"uid": "unknown-uid", "name": None, "priority": None, "qos": None, "pdbs": [], "start_time": None, "terminating": None}
     ]
     p = result["preemption"]
-    assert p["reprieve"]["offered"] == ["ghost", "node-a", "node-d"]
-    assert p["stock"]["unranked"] == p["reprieve"]["unranked"] == ["ghost", "node-d"]
+    assert p["reprieve"]["offered"] == ["node-a"]
+    assert p["stock"]["unranked"] == ["ghost", "node-d"] and p["reprieve"]["unranked"] == []
     assert p["stock"]["chosen"] == p["reprieve"]["chosen"] == "node-a"
     code, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--request", str(request))
     assert code == 0 and "UID unknown-uid (not in the snapshot)" in out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from policy.causes import Cause
 from policy.model import HOST_PORTS, POD_ANTI_AFFINITY
 from policy.preempt import Proposal, Verdict, decide
 from policy.qos import QoS
@@ -65,11 +66,11 @@ def outcome(decision, name):
             id="latest-start-of-top-victims",
         ),
         pytest.param(
-            # Exact ties are all returned; the scheduler picks among them.
+            # Exact ties: only the first is offered, so that the answer in flight is known.
             [pod("a", node="n1", priority=1, cpu=10, start=100), pod("b", node="n2", priority=1, cpu=10, start=100)],
             [],
-            ("n1", "n2"),
-            id="exact-tie-returns-both",
+            ("n1",),
+            id="exact-tie-offers-the-first",
         ),
     ],
 )
@@ -112,17 +113,24 @@ def test_all_dropped_answers_empty():
 def test_unknown_node_and_unknown_victim_pass_through_exactly():
     v = view([node("n1"), node("n2")], [pod("a", node="n1", priority=1, cpu=10), pod("b", node="n2", priority=1, cpu=10)])
     sent = {
-        "n1": Proposal(("uid-default-a",), 0),
         "n2": Proposal(("uid-nobody-knows",), 3),
         "ghost": Proposal(("uid-ghost-pod",), 2),
     }
     decision = decide(view=v, preemptor=pod("pre", priority=10, cpu=10), proposals=sent)
-    # n2's proposal names a UID reprieve does not know on n2, so it passes through even
-    # though reprieve could derive a victim there; ghost is not a node reprieve knows.
-    assert decision.answer["n2"] == sent["n2"]
-    assert decision.answer["ghost"] == sent["ghost"]
-    assert decision.answer["n1"] == Proposal(("uid-default-a",), 0)
+    # n2's proposal names a UID reprieve does not know on n2, so it is not judged even though
+    # reprieve could derive a victim there; ghost is not a node reprieve knows. One node is
+    # offered exactly as received: the scheduler's own first (fewest violations), ghost.
+    assert decision.answer == {"ghost": sent["ghost"]}
     assert outcome(decision, "ghost").verdict is Verdict.PASSED_THROUGH
+    assert (outcome(decision, "n2").verdict, outcome(decision, "n2").cause) == (Verdict.OUTRANKED, Cause.UNKNOWN_VICTIM)
+
+
+def test_a_node_reprieve_can_judge_is_offered_before_unjudged_ones():
+    v = view([node("n1")], [pod("a", node="n1", priority=1, cpu=10)])
+    sent = {"n1": Proposal(("uid-default-a",), 1), "ghost": Proposal(("uid-ghost-pod",), 0)}
+    decision = decide(view=v, preemptor=pod("pre", priority=10, cpu=10), proposals=sent)
+    assert decision.answer == {"n1": Proposal(("uid-default-a",), 0)}
+    assert "not offered: reprieve offers n1" in outcome(decision, "ghost").reasons[-1]
 
 
 def test_unmodelled_constraint_keeps_scheduler_victims_and_recounts_pdbs():
@@ -172,9 +180,9 @@ def test_nominated_node_with_terminating_victim(leaving_priority, answered):
     assert bool(decision.answer) is answered
 
 
-def test_zero_victims_in_reprieves_view_keeps_scheduler_victims():
-    # Reprieve's view has room (5 of 10 used), the scheduler's does not: keep its victim.
+def test_zero_victims_in_reprieves_view_frees_what_the_scheduler_frees():
+    # Reprieve's view has room (5 of 10 used), the scheduler's does not: it sees less room.
     v = view([node("n1")], [pod("a", node="n1", priority=1, cpu=5)])
     decision = decide(view=v, preemptor=pod("pre", priority=10, cpu=5), proposals=proposals(n1=["a"]))
     assert decision.answer == {"n1": Proposal(("uid-default-a",), 0)}
-    assert outcome(decision, "n1").kept_scheduler_victims
+    assert outcome(decision, "n1").cause is Cause.SCHEDULER_SEES_LESS

@@ -111,3 +111,20 @@ def test_every_published_view_equals_a_full_rebuild(batches):
         )
         assert digest(view) == digest(full)
         assert versions == last
+
+
+def test_pods_carry_when_the_store_first_saw_them_bound():
+    now = [100.0]
+    store = Store(KINDS, clock=lambda: now[0])
+    listed = pod("listed", node="n1", cpu=1)
+    store.replace("pods", {listed.uid: listed}, "1")  # the first list: as old as the view
+    pending = pod("p", cpu=1)
+    store.apply("pods", pending.uid, pending, "2")
+    now[0] = 105.0
+    store.apply("pods", pending.uid, pod("p", cpu=1, node="n1"), "3")  # bound: news at 105
+    now[0] = 107.0
+    store.apply("pods", pending.uid, pod("p", cpu=1, node="n1", terminating=True), "4")  # still there
+    late = pod("late", node="n2", cpu=1)
+    store.replace("pods", {**store.get("pods"), late.uid: late}, "5")  # a relist finds it bound: news
+    pods = store.build_view()[2].pods
+    assert (pods[listed.uid].bound_at, pods[pending.uid].bound_at, pods[late.uid].bound_at) == (None, 105.0, 107.0)

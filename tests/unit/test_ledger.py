@@ -1,8 +1,10 @@
-"""Answers in flight: the next decision counts them before the view shows them."""
+"""Answers in flight: the next decision counts them before the view shows them, with or
+without a policy (extender.ledger)."""
 
 from __future__ import annotations
 
-from extender.standings import IN_FLIGHT_SECONDS, Standings
+from extender.ledger import IN_FLIGHT_SECONDS, MAX_IN_FLIGHT, Ledger
+from extender.standings import Standings
 from policy.model import HOST_PORTS
 from policy.causes import Cause
 from policy.preempt import Proposal, decide
@@ -28,27 +30,31 @@ def scene():
     return view([node("n1", cpu=6)], [*running, *pending]), pending
 
 
-def ask(standings, v, preemptor):
-    test_pods = tuple(p.uid for p in v.nodes["n1"].pods if p.priority == 10)
+def ask(ledger, v, preemptor, standings=None, proposed=None):
+    """One preempt decision on n1, recorded in ``ledger`` as the verb records it. The scheduler
+    proposes ``proposed`` (default: the youngest priority-10 pod, as it has deleted nothing)."""
+    if proposed is None:
+        proposed = tuple(p.uid for p in v.nodes["n1"].pods if p.priority == 10)[-1:]
     decision = decide(
         view=v,
         preemptor=preemptor,
-        proposals={"n1": Proposal(test_pods[-1:], 0)},
-        rules=standings.rules,
-        standing=standings.of(v),
-        in_flight=standings.in_flight(v),
+        proposals={"n1": Proposal(proposed, 0)},
+        rules=standings.rules if standings else None,
+        standing=standings.of(v) if standings else None,
+        in_flight=ledger.in_flight(v),
     )
     if decision.answer:
-        standings.record(preemptor, "n1", decision.outcomes[0].victims)
+        (node,) = decision.answer
+        ledger.record(preemptor, node, next(o for o in decision.outcomes if o.node == node).victims)
     return decision
 
 
 def test_the_second_pod_sees_the_first_preemption_before_the_view_does():
     v, (first, second) = scene()
-    standings = Standings(RULES)
-    assert [p.key for p in ask(standings, v, first).outcomes[0].victims] == ["test/t2"]
+    ledger, standings = Ledger(), Standings(RULES)
+    assert [p.key for p in ask(ledger, v, first, standings).outcomes[0].victims] == ["test/t2"]
     # Same view (the nomination and the deletion are not visible yet): prod now counts 4 of 4.
-    again = ask(standings, v, second)
+    again = ask(ledger, v, second, standings)
     assert again.answer == {}
     assert again.outcomes[0].cause is Cause.PROTECTED
     assert "queue prod is not below its share" in again.outcomes[0].reasons[0]
@@ -56,16 +62,16 @@ def test_the_second_pod_sees_the_first_preemption_before_the_view_does():
 
 def test_without_the_record_the_second_pod_would_preempt_too():
     v, (first, second) = scene()
-    assert ask(Standings(RULES), v, first).answer
-    assert ask(Standings(RULES), v, second).answer  # a fresh memory: the race the record closes
+    assert ask(Ledger(), v, first, Standings(RULES)).answer
+    assert ask(Ledger(), v, second, Standings(RULES)).answer  # a fresh memory: the race the record closes
 
 
 def test_records_expire_and_clear_once_the_view_shows_them():
     now = [0.0]
     v, (first, second) = scene()
-    standings = Standings(RULES, clock=lambda: now[0])
-    ask(standings, v, first)
-    assert len(standings.in_flight(v)) == 1
+    ledger = Ledger(clock=lambda: now[0])
+    ask(ledger, v, first, Standings(RULES))
+    assert len(ledger.in_flight(v)) == 1
     # A view where the first pod is nominated and its victim terminating: the record is done.
     shown = view(
         [node("n1", cpu=6)],
@@ -75,25 +81,23 @@ def test_records_expire_and_clear_once_the_view_shows_them():
             pod("p3", ns="prod", cpu=1, priority=100, nominated="n1"),
         ],
     )
-    assert standings.in_flight(shown) == ()
-    ask(standings, v, first)
+    assert ledger.in_flight(shown) == ()
+    ask(ledger, v, first, Standings(RULES))
     now[0] += IN_FLIGHT_SECONDS + 1
-    assert standings.in_flight(v) == ()
+    assert ledger.in_flight(v) == ()
 
 
 def test_victims_in_flight_are_not_named_twice_and_their_room_stays_held():
-    # No policy shares here (queues without guarantees): only the node accounting matters.
-    # n1 (6 cpu) runs six 1-cpu pods of priority 10; two pending pods of priority 100 ask in a
-    # row, and the scheduler proposes the same youngest victim for both (it has not deleted it
-    # yet). The second answer must name another pod: the first victim's room is the first
-    # preemptor's.
-    rules = Rules()
+    # No policy: only the node accounting matters (issue 9's burst, in small). n1 (6 cpu) runs
+    # six 1-cpu pods of priority 10; two pending pods of priority 100 ask in a row, and the
+    # scheduler proposes the same youngest victim for both (it has not deleted it yet). The
+    # second answer must name another pod: the first victim's room is the first preemptor's.
     running = [pod(f"t{i}", node="n1", cpu=1, priority=10, start=i) for i in range(6)]
     first, second = (pod(f"p{i}", cpu=1, priority=100) for i in (1, 2))
     v = view([node("n1", cpu=6)], [*running, first, second])
-    standings = Standings(rules)
-    one = ask(standings, v, first)
-    two = ask(standings, v, second)
+    ledger = Ledger()
+    one = ask(ledger, v, first)
+    two = ask(ledger, v, second)
     assert [p.name for p in one.outcomes[0].victims] == ["t5"]
     assert [p.name for p in two.outcomes[0].victims] == ["t4"]
 
@@ -101,18 +105,9 @@ def test_victims_in_flight_are_not_named_twice_and_their_room_stays_held():
 def one_after_another(cluster, first, second, *, proposed):
     """Two preempt decisions on n1 over the same view, the scheduler proposing ``proposed`` to
     both; the first answer is recorded in flight. Returns the second decision."""
-    standings = Standings(Rules())
+    ledger, standings = Ledger(), Standings(Rules())
     for preemptor in (first, second):
-        decision = decide(
-            view=cluster,
-            preemptor=preemptor,
-            proposals={"n1": Proposal((proposed.uid,), 0)},
-            rules=standings.rules,
-            standing=standings.of(cluster),
-            in_flight=standings.in_flight(cluster),
-        )
-        if preemptor is first:
-            standings.record(first, "n1", decision.outcomes[0].victims)
+        decision = ask(ledger, cluster, preemptor, standings, proposed=(proposed.uid,))
     return decision
 
 
@@ -134,3 +129,22 @@ def test_victims_promised_to_an_earlier_answer_are_not_kept_again():
     cluster = view([node("n1", cpu=2)], [pod("keep", node="n1", cpu=1, priority=10), v_, p1, p2])
     second = one_after_another(cluster, p1, p2, proposed=v_)
     assert second.answer == {} and second.outcomes[0].cause is Cause.IN_FLIGHT
+
+
+def test_an_answer_the_scheduler_did_not_take_is_forgotten_at_once():
+    v, (first, _) = scene()
+    ledger = Ledger()
+    ask(ledger, v, first)
+    elsewhere = view(
+        [node("n1", cpu=6), node("n2", cpu=6)],
+        [*(p for p in v.pods.values() if p.name != "p3"), pod("p3", ns="prod", cpu=1, priority=100, nominated="n2")],
+    )
+    assert ledger.in_flight(v) and ledger.in_flight(elsewhere) == ()
+
+
+def test_the_ledger_is_bounded():
+    v, (first, _) = scene()
+    ledger = Ledger()
+    for i in range(MAX_IN_FLIGHT + 5):
+        ledger.record(pod(f"x{i}", priority=100, cpu=1), "n1", ())
+    assert len(ledger) == MAX_IN_FLIGHT

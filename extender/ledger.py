@@ -1,0 +1,68 @@
+"""reprieve's own preempt answers, remembered until its view shows them (policy.model.InFlight).
+
+Between a preempt answer and the view that shows its effect (the preemptor nominated, its
+victims terminating) lie a few milliseconds to a second, and in a burst kube-scheduler asks
+about the next preemptor within that gap: its cache already counts the nomination it just
+made, reprieve's view does not. Without this record reprieve would hand the same victim to
+the next preemptor, or the same room. Every answer is recorded, with or without a policy;
+in shadow mode nothing is (the scheduler evicts its own victims, not reprieve's).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+from policy.model import InFlight, Pod
+from policy.view import ClusterView
+
+# An answer the view never confirms (the scheduler chose another node, or failed) is
+# forgotten after this long; the scheduler retries a failed preemption well after it.
+IN_FLIGHT_SECONDS = 30.0
+# At most this many answers are remembered (the oldest go first): a burst of thousands of
+# preemptors within IN_FLIGHT_SECONDS fits, and no flood of requests can grow it further.
+MAX_IN_FLIGHT = 10_000
+
+
+class Ledger:
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._answers: OrderedDict[str, tuple[float, InFlight]] = OrderedDict()  # preemptor UID -> (since, answer)
+
+    def in_flight(self, view: ClusterView) -> tuple[InFlight, ...]:
+        """Answers ``view`` does not show yet and that have not expired (the others are dropped)."""
+        now = self._clock()
+        with self._lock:
+            for uid, (since, flight) in list(self._answers.items()):
+                if now - since > IN_FLIGHT_SECONDS or _settled(view, flight):
+                    del self._answers[uid]
+            return tuple(flight for _, flight in self._answers.values())
+
+    def record(self, preemptor: Pod, node: str, victims: tuple[Pod, ...]) -> None:
+        if not preemptor.uid:
+            return  # the scheduler always sends one; without it there is nothing to match
+        with self._lock:
+            self._answers.pop(preemptor.uid, None)  # a newer answer replaces the older
+            self._answers[preemptor.uid] = (self._clock(), InFlight(preemptor, node, victims))
+            while len(self._answers) > MAX_IN_FLIGHT:
+                self._answers.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+
+def _settled(view: ClusterView, flight: InFlight) -> bool:
+    """The view shows the answer carried out, or shows the scheduler went another way."""
+    seen = view.pods.get(flight.preemptor.uid)
+    if seen is None:
+        return False  # not in the view yet (a brand-new pod); expiry covers a deleted one
+    if seen.node_name and seen.node_name != flight.node:
+        return True  # bound elsewhere
+    if seen.node_name or seen.nominated_node_name == flight.node:
+        return all((v := view.pods.get(p.uid)) is None or v.terminating for p in flight.victims)
+    # Nominated to a node it was not nominated to when reprieve answered: the scheduler chose
+    # another node (an older nomination, still shown, is not news).
+    return seen.nominated_node_name not in (None, flight.preemptor.nominated_node_name)

@@ -1,0 +1,187 @@
+"""Staying consistent with the scheduler in a burst (issue 9): every answer remembered, never
+less safe than the scheduler's own proposal, only victims the scheduler can resolve, and no
+preemptor left waiting for room another one took."""
+
+from __future__ import annotations
+
+import pytest
+
+from extender.ledger import Ledger
+from policy.causes import Cause, Refusal
+from policy.model import InFlight
+from policy.preempt import SETTLE_SECONDS, Proposal, decide
+from policy.qos import QoS
+from tests.builders import node, pod, view
+
+G, B = QoS.GUARANTEED, QoS.BURSTABLE
+NOW = 1_000_000.0
+
+
+def uids(*pods):
+    return tuple(p.uid for p in pods)
+
+
+def burst_node(*, terminating=()):
+    """Issue 9's shape: a 32-cpu node full of four 8-cpu priority-0 pods (f3 the youngest)."""
+    fillers = [pod(f"f{i}", node="n1", cpu=8, start=i, terminating=f"f{i}" in terminating) for i in range(4)]
+    return fillers
+
+
+def test_the_next_preemptor_never_gets_a_victim_already_promised():
+    # A was answered f3 on n1; the view shows nothing yet. The scheduler, which already counts
+    # A's nomination, proposes B two victims (f3 again, it is not deleted yet, and f2).
+    fillers = burst_node()
+    a, b = pod("a", cpu=8, priority=1000), pod("b", cpu=8, priority=1000)
+    v = view([node("n1", cpu=32)], [*fillers, a, b])
+    in_flight = [InFlight(a, "n1", (fillers[3],))]
+    decision = decide(view=v, preemptor=b, proposals={"n1": Proposal(uids(fillers[3], fillers[2]), 0)}, in_flight=in_flight)
+    assert decision.answer == {"n1": Proposal(uids(fillers[2]), 0)}
+
+
+def test_a_stale_scheduler_proposal_of_a_promised_victim_gets_another_victim():
+    # The scheduler has not counted A yet and proposes B only f3, promised to A: reprieve knows
+    # A holds that room, so B needs f2.
+    fillers = burst_node()
+    a, b = pod("a", cpu=8, priority=1000), pod("b", cpu=8, priority=1000)
+    v = view([node("n1", cpu=32)], [*fillers, a, b])
+    in_flight = [InFlight(a, "n1", (fillers[3],))]
+    decision = decide(view=v, preemptor=b, proposals={"n1": Proposal(uids(fillers[3]), 0)}, in_flight=in_flight)
+    assert decision.answer == {"n1": Proposal(uids(fillers[2]), 0)}
+
+
+def test_without_the_record_the_victim_would_be_promised_twice():
+    fillers = burst_node()
+    a, b = pod("a", cpu=8, priority=1000), pod("b", cpu=8, priority=1000)
+    v = view([node("n1", cpu=32)], [*fillers, a, b])
+    ledger = Ledger()
+    first = decide(view=v, preemptor=a, proposals={"n1": Proposal(uids(fillers[3]), 0)}, in_flight=ledger.in_flight(v))
+    ledger.record(a, "n1", first.outcomes[0].victims)
+    second = decide(view=v, preemptor=b, proposals={"n1": Proposal(uids(fillers[3]), 0)}, in_flight=ledger.in_flight(v))
+    forgetful = decide(view=v, preemptor=b, proposals={"n1": Proposal(uids(fillers[3]), 0)})
+    assert set(first.answer["n1"].uids).isdisjoint(second.answer["n1"].uids)
+    assert forgetful.answer["n1"].uids == first.answer["n1"].uids  # the defect the record closes
+
+
+# ---------------------------------------------------------------- the scheduler sees less room
+
+
+def scheduler_sees_less():
+    # n1: 16 cpu; a priority-50 pod holds 4; four priority-1 pods: g (4, Guaranteed, oldest),
+    # b (4, Burstable), c and d (2 each, Burstable). The preemptor (priority 10) needs 4.
+    # In reprieve's view evicting 4 cpu is enough. The scheduler proposes g and c (6 cpu):
+    # in reprieve's view c could stay, so the scheduler counts 2 cpu reprieve cannot see.
+    pods = [
+        pod("high", node="n1", cpu=4, priority=50),
+        pod("g", node="n1", cpu=4, priority=1, qos=G, start=0),
+        pod("b", node="n1", cpu=4, priority=1, start=1),
+        pod("c", node="n1", cpu=2, priority=1, start=2),
+        pod("d", node="n1", cpu=2, priority=1, start=3),
+    ]
+    return view([node("n1", cpu=16)], pods), {p.name: p for p in pods}
+
+
+def test_when_the_scheduler_sees_less_room_the_victims_free_at_least_as_much():
+    v, p = scheduler_sees_less()
+    decision = decide(view=v, preemptor=pod("pre", cpu=4, priority=10), proposals={"n1": Proposal(uids(p["g"], p["c"]), 0)})
+    # Cheapest set freeing >= 6 cpu and >= 2 pod slots: b and d (no Guaranteed victim), not
+    # b alone (4 cpu, what reprieve's view needs) and not the scheduler's g and c.
+    assert decision.answer == {"n1": Proposal(uids(p["b"], p["d"]), 0)}
+    assert decision.outcomes[0].cause is Cause.SCHEDULER_SEES_LESS
+    assert any("frees at least what the scheduler's victims free" in r for r in decision.outcomes[0].reasons)
+
+
+def test_when_the_views_agree_reprieve_may_free_less_than_the_scheduler():
+    # n1: 4 cpu; g (3 cpu, Guaranteed, younger) and b (1 cpu, Burstable), priority 1. The
+    # preemptor needs 1. Upstream keeps the older b and evicts g; g is needed in reprieve's
+    # view too (the views agree), so reprieve's QoS tie-break may evict b, freeing less.
+    g = pod("g", node="n1", cpu=3, priority=1, qos=G, start=5)
+    b = pod("b", node="n1", cpu=1, priority=1, start=0)
+    v = view([node("n1", cpu=4)], [g, b])
+    decision = decide(view=v, preemptor=pod("pre", cpu=1, priority=10), proposals={"n1": Proposal(uids(g), 0)})
+    assert decision.answer == {"n1": Proposal(uids(b), 0)}
+    assert decision.outcomes[0].cause is Cause.NONE
+
+
+def test_a_victim_uid_reprieve_does_not_know_keeps_the_scheduler_proposal():
+    v, p = scheduler_sees_less()
+    sent = Proposal(("uid-just-bound-by-the-scheduler", p["c"].uid), 0)
+    decision = decide(view=v, preemptor=pod("pre", cpu=4, priority=10), proposals={"n1": sent})
+    assert decision.answer == {"n1": sent}
+
+
+# ---------------------------------------------------------------- victims the scheduler can resolve
+
+
+def two_equals(*, fresh_bound_at):
+    # n1: 4 cpu; old (Guaranteed) and new (Burstable), 2 cpu each at priority 1. The
+    # preemptor needs 2: reprieve prefers new (QoS), but new may not be in the scheduler's
+    # snapshot yet if reprieve saw it bound moments ago.
+    old = pod("old", node="n1", cpu=2, priority=1, qos=G, start=0)
+    new = pod("new", node="n1", cpu=2, priority=1, start=1)
+    new = type(new)(**{**{f: getattr(new, f) for f in new.__slots__}, "bound_at": fresh_bound_at})
+    return view([node("n1", cpu=4)], [old, new]), old, new
+
+
+@pytest.mark.parametrize(
+    "bound_at, named",
+    [
+        pytest.param(NOW - SETTLE_SECONDS / 4, "old", id="bound-moments-ago-is-not-named"),
+        pytest.param(NOW - SETTLE_SECONDS * 2, "new", id="settled-pod-is-named"),
+        pytest.param(None, "new", id="pod-as-old-as-the-view-is-named"),
+    ],
+)
+def test_a_pod_the_scheduler_may_not_know_is_named_only_if_it_proposed_it(bound_at, named):
+    v, old, new = two_equals(fresh_bound_at=bound_at)
+    decision = decide(view=v, preemptor=pod("pre", cpu=2, priority=10), proposals={"n1": Proposal(uids(old), 0)}, now=NOW)
+    assert [x.name for x in decision.outcomes[0].victims] == [named]
+
+
+def test_a_fresh_pod_the_scheduler_proposed_may_be_named():
+    v, old, new = two_equals(fresh_bound_at=NOW)
+    decision = decide(view=v, preemptor=pod("pre", cpu=2, priority=10), proposals={"n1": Proposal(uids(new), 0)}, now=NOW)
+    assert decision.answer == {"n1": Proposal(uids(new), 0)}
+
+
+def test_a_terminating_pod_is_named_only_if_the_scheduler_proposed_it():
+    # n1: 4 cpu; t (terminating) and x, 2 cpu each. The preemptor needs 2 and fits once t is
+    # gone: if the scheduler named t, reprieve names t (nothing live goes); if it named x
+    # (t may already be gone from its snapshot), nobody needs to go: reprieve answers nothing,
+    # and the pod waits for t.
+    t = pod("t", node="n1", cpu=2, priority=1, terminating=True)
+    x = pod("x", node="n1", cpu=2, priority=1, start=5)
+    v = view([node("n1", cpu=4)], [t, x])
+    named = decide(view=v, preemptor=pod("pre", cpu=2, priority=10), proposals={"n1": Proposal(uids(t), 0)})
+    assert named.answer == {"n1": Proposal(uids(t), 0)}
+    waits = decide(view=v, preemptor=pod("pre", cpu=2, priority=10), proposals={"n1": Proposal(uids(x), 0)})
+    assert waits.answer == {} and waits.outcomes[0].cause is Cause.LEAVING
+    assert "once the pods terminating there are gone" in waits.reasons[0]
+
+
+# ---------------------------------------------------------------- no stranded preemptor
+
+
+def test_a_preemptor_whose_room_another_took_preempts_again():
+    # A and B (priority 1000, 8 cpu) were both nominated to n1, where only f3 (terminating)
+    # frees room: enough for one. A was created first and keeps it; B preempts again (n2).
+    fillers = burst_node(terminating=("f3",))
+    a = pod("a", cpu=8, priority=1000, nominated="n1", created=1)
+    b = pod("b", cpu=8, priority=1000, nominated="n1", created=2)
+    n2 = [pod(f"g{i}", node="n2", cpu=8, start=i) for i in range(4)]
+    v = view([node("n1", cpu=32), node("n2", cpu=32)], [*fillers, *n2, a, b])
+    proposals = {"n2": Proposal(uids(n2[3]), 0)}
+    waiting = decide(view=v, preemptor=a, proposals=proposals)
+    assert waiting.refusal is Refusal.VICTIMS_TERMINATING
+    again = decide(view=v, preemptor=b, proposals=proposals)
+    assert again.refusal is Refusal.NONE and again.answer == {"n2": Proposal(uids(n2[3]), 0)}
+
+
+def test_a_preemptor_whose_room_an_answer_in_flight_took_preempts_again():
+    fillers = burst_node(terminating=("f3",))
+    a = pod("a", cpu=8, priority=1000, created=1)
+    b = pod("b", cpu=8, priority=1000, nominated="n1", created=2)
+    n2 = [pod(f"g{i}", node="n2", cpu=8, start=i) for i in range(4)]
+    v = view([node("n1", cpu=32), node("n2", cpu=32)], [*fillers, *n2, a, b])
+    proposals = {"n2": Proposal(uids(n2[3]), 0)}
+    assert decide(view=v, preemptor=b, proposals=proposals).refusal is Refusal.VICTIMS_TERMINATING
+    in_flight = [InFlight(a, "n1", (fillers[3],))]  # A holds n1's room in reprieve's record
+    assert decide(view=v, preemptor=b, proposals=proposals, in_flight=in_flight).answer
