@@ -28,6 +28,7 @@ from policy.causes import Cause
 from policy.model import Pod
 from policy.pdb import BudgetsOf, violating
 from policy.preempt import Proposal
+from policy.victims import more_important
 from policy.view import ClusterView, NodeInfo
 
 _SHIFT = 2**31  # upstream adds MaxInt32+1 to each priority so that negative ones sum sensibly
@@ -51,17 +52,6 @@ def shortfall(*, view: ClusterView, pod: Pod, node: NodeInfo) -> dict[str, int]:
     return resources.shortfalls(
         request=pod.requests, allocatable=node.node.allocatable, used=resources.add(node.requested, *held)
     )
-
-
-def more_important(pod: Pod) -> tuple:
-    """Sort key for upstream's ``MoreImportantPod``: higher priority, then the earlier start.
-
-    A pod without ``status.startTime`` counts as starting now, i.e. after every known start.
-    Upstream's ``sort.Slice`` leaves equal pods in no particular order; namespace/name makes
-    the emulation deterministic.
-    """
-    start = pod.start_time if pod.start_time is not None else math.inf
-    return (-pod.priority, start, pod.key)
 
 
 def split_by_pdb(pods: Sequence[Pod], budgets_of: BudgetsOf) -> tuple[list[Pod], list[Pod]]:

@@ -31,6 +31,17 @@ def importance(pod: Pod) -> tuple:
     return (-pod.priority, -pod.qos, start, pod.key)
 
 
+def more_important(pod: Pod) -> tuple:
+    """Sort key for upstream's ``MoreImportantPod``: higher priority, then the earlier start.
+
+    A pod without ``status.startTime`` counts as starting now, i.e. after every known start.
+    Upstream's ``sort.Slice`` leaves equal pods in no particular order; namespace/name makes
+    the order deterministic.
+    """
+    start = pod.start_time if pod.start_time is not None else math.inf
+    return (-pod.priority, start, pod.key)
+
+
 def most_important_first(pods: Iterable[Pod]) -> tuple[Pod, ...]:
     return tuple(sorted(pods, key=importance))
 
@@ -172,10 +183,10 @@ def _attempt(
                 node, reservations, protected,
                 f"cannot free as much as the scheduler's own victims (short of {resources.describe(short)})",
             )
-    shields = (protected_by_budgets(live, budgets_of), violating(live, budgets_of))
     first = {p.uid for p in spare_first}
+    terminating = [p for p in candidates if p.terminating]
     victims, violations, reprieved, shielded = _best_reprieve(
-        room, checked, live, leaving, budgets_of, shields, lambda p: (p.uid not in first,)
+        room, checked, live, leaving, _orders(live, terminating, budgets_of, first), budgets_of, at_least
     )
     # Law 2 over the whole set: if the reprieve takes too much from some queue, choose again,
     # least important first, skipping pods whose queue could not afford them.
@@ -230,28 +241,56 @@ def _cause(protected: dict[str, str]) -> Cause:
     return Cause.PROTECTED if any(why != UNSETTLED for why in protected.values()) else Cause.DOES_NOT_FIT
 
 
-def _best_reprieve(room, checked, live, leaving, budgets_of, shields, tier):
-    """Reprieve with the first shield's pods tried first (after ``tier``); if that violates a
-    budget, also with the second's, and keep the cheaper (ties: the first).
+def _orders(
+    live: Sequence[Pod], terminating: Sequence[Pod], budgets_of: BudgetsOf, first: set[str]
+) -> list[tuple[Callable, frozenset[str], Sequence[Pod]]]:
+    """The greedy orders to reprieve in, each (sort key, pods it tries first, pods it may
+    reprieve), after the pods to spare first (``first``, opted-out ones).
 
-    The shields: every pod of a budget that cannot lose all its candidates here (spends the
-    allowance on the least important of them), and upstream's violators (the pods past the
-    allowance when the most important spend it first). Neither is always better: with a
-    budget allowing 1 of a (2 cpu), b and c (1 each) and room for 2, the first keeps a and
-    loses b and c (1 violation), the second keeps b and c and loses a (none).
-    Returns (victims most important first, their violations, reprieved, the shield used).
+    No order is always cheapest: with a budget allowing 1 of a (2 cpu), b and c (1 each) and
+    room for 2, PDB-protected first keeps a and loses b and c (1 violation), upstream's
+    violators first keeps b and c and loses a (none); and when PDB-protected pods of low
+    priority are kept first, pods of higher priority may go where one low-priority pod would
+    do. The last is upstream's own SelectVictimsOnNode (priority and start time, its
+    violators first, terminating pods reprieved like the others), so that the result never
+    costs more than the set stock kube-scheduler picks on the node.
     """
+    protected = protected_by_budgets(live, budgets_of)
+    violators = violating(live, budgets_of)
+    everyone = sorted((*live, *terminating), key=more_important)
+    upstream = violating(everyone, budgets_of, terminating_spends=True)
+    return [
+        (lambda p: (p.uid not in first, p.uid not in protected), protected, live),
+        (lambda p: (p.uid not in first, p.uid not in violators), violators, live),
+        (lambda p: (p.uid not in first,), frozenset(), live),
+        (lambda p: (p.uid not in first, p.uid not in upstream, more_important(p)), upstream, everyone),
+    ]
+
+
+def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least):
+    """Reprieve in each order and keep the cheapest result by policy.ranking's key (ties:
+    the earlier order). Terminating victims are named only if in ``leaving``; a result that
+    names less than ``at_least`` is not taken. Returns (victims most important first, their
+    violations, reprieved, the pods the winning order tried first)."""
+    named = {p.uid for p in leaving}
     best = None
-    for shield in shields:
-        if best is not None and (best[0][0:2] == (0, 0) or shield == best[4]):
-            break  # no violation to avoid, or the same order again
-        victims, reprieved = _reprieve(room, checked, live, leaving, lambda p: (*tier(p), p.uid not in shield))
-        victims = most_important_first(victims)
+    tried = set()
+    for key_of, shield, pool in orders:
+        victims, reprieved = _reprieve(room, checked, pool, () if pool is not live else leaving, key_of)
+        victims = most_important_first(p for p in victims if not p.terminating or p.uid in named)
+        found = tuple(p.uid for p in victims)
+        if found in tried or (at_least is not None and not _frees(victims, at_least, checked)):
+            continue
+        tried.add(found)
         violations = count_violations(victims, budgets_of)
         key = ranking.cost(victims, violations).key
         if best is None or key < best[0]:
             best = (key, victims, violations, reprieved, shield)
     return best[1:]
+
+
+def _frees(victims: Sequence[Pod], at_least: Vector, checked: Sequence[str]) -> bool:
+    return all(sum(p.requests.get(r, 0) for p in victims) >= at_least.get(r, 0) for r in checked)
 
 
 def _within_shares(room, checked, live, leaving, screen, first) -> list[Pod] | None:
@@ -289,10 +328,10 @@ def _least_important_first(live: Sequence[Pod], first: set[str]) -> list[Pod]:
     return [p for p in backwards if p.uid not in first] + [p for p in backwards if p.uid in first]
 
 
-def _reprieve(room, checked, live, leaving, tier) -> tuple[list[Pod], int]:
+def _reprieve(room, checked, live, leaving, key_of) -> tuple[list[Pod], int]:
     """Add the ``live`` candidates (most important first) back while they fit in ``room``, by
-    ``tier`` then importance; the rest go, with every ``leaving`` (terminating) pod."""
-    order = sorted(live, key=tier)  # stable: importance order within each tier
+    ``key_of`` then importance; the rest go, with every ``leaving`` (terminating) pod."""
+    order = sorted(live, key=key_of)  # stable: importance order within equal keys
     victims = list(leaving)
     reprieved = 0
     # Pods of one workload share one requests vector: its checked amounts are looked up once.
