@@ -18,8 +18,8 @@ from collections.abc import Callable
 from policy.model import InFlight, Pod
 from policy.view import ClusterView
 
-# An answer the view never confirms (the scheduler chose another node, or failed) is
-# forgotten after this long; the scheduler retries a failed preemption well after it.
+# An answer the view never confirms (the scheduler failed, or its view never arrives) is
+# forgotten after this long. A retry of the same pod replaces or forgets it sooner.
 IN_FLIGHT_SECONDS = 30.0
 # At most this many answers are remembered (the oldest go first): a burst of thousands of
 # preemptors within IN_FLIGHT_SECONDS fits, and no flood of requests can grow it further.
@@ -50,6 +50,11 @@ class Ledger:
             while len(self._answers) > MAX_IN_FLIGHT:
                 self._answers.popitem(last=False)
 
+    def forget(self, preemptor: Pod) -> None:
+        """The scheduler asked again and got no node: an earlier answer for it is void."""
+        with self._lock:
+            self._answers.pop(preemptor.uid, None)
+
     def __len__(self) -> int:
         return len(self._answers)
 
@@ -59,9 +64,12 @@ def _settled(view: ClusterView, flight: InFlight) -> bool:
     seen = view.pods.get(flight.preemptor.uid)
     if seen is None:
         return False  # not in the view yet (a brand-new pod); expiry covers a deleted one
-    if seen.node_name and seen.node_name != flight.node:
-        return True  # bound elsewhere
-    if seen.node_name or seen.nominated_node_name == flight.node:
+    if seen.node_name:
+        # Bound: its room is counted as a bound pod's now. Bound elsewhere, the answer was not
+        # taken; bound there with victims still live (the watch shows the scheduler's deletions
+        # before its binding), they were not deleted for it.
+        return True
+    if seen.nominated_node_name == flight.node:
         return all((v := view.pods.get(p.uid)) is None or v.terminating for p in flight.victims)
     # Nominated to a node it was not nominated to when reprieve answered: the scheduler chose
     # another node (an older nomination, still shown, is not news).

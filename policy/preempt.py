@@ -7,12 +7,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from policy import ranking
+from policy import ranking, resources, tenancy
 from policy.causes import Cause, Refusal
-from policy import resources
 from policy.model import POD_ANTI_AFFINITY, InFlight, Pod
 from policy.resources import Vector
-from policy import tenancy
 from policy.tenancy import Rules, Standing
 from policy.pdb import NO_VIOLATIONS, BudgetsOf, Violations, count_violations
 from policy.victims import NodeRejected, select_victims
@@ -122,11 +120,6 @@ def decide(
             )
         outcomes[name] = outcome
 
-    waiting = [n for n, o in outcomes.items() if o.cause is Cause.LEAVING]
-    if waiting:
-        # Evicting anyone anywhere would be worse than waiting for pods that are leaving anyway.
-        reasons = (f"fits on {waiting[0]} once the pods terminating there are gone: nothing to evict",)
-        return PreemptDecision(answer={}, outcomes=tuple(outcomes.values()), reasons=reasons)
     answer, reasons = _offer(proposals, outcomes)
     return PreemptDecision(answer=answer, outcomes=tuple(outcomes.values()), reasons=tuple(reasons))
 
@@ -234,7 +227,7 @@ def _evaluate(
         )
     budgets = view.budgets_covering
     proposed = [on_node[uid] for uid in proposal.uids]
-    promised = _promised(in_flight, name)
+    promised = _promised(in_flight, name, preemptor)
     unmodelled = _unmodelled(preemptor, node)
     if unmodelled:
         # The scheduler's victims are kept; those promised to an earlier answer free nothing:
@@ -324,8 +317,15 @@ def _already_promised(name: str, promised: list[str]) -> NodeOutcome:
     )
 
 
-def _promised(in_flight: Sequence[InFlight], node: str) -> set[str]:
-    return {v.uid for f in in_flight if f.node == node for v in f.victims}
+def _outranking(in_flight: Sequence[InFlight], node: str, preemptor: Pod) -> list[InFlight]:
+    """Answers in flight on ``node`` whose preemptors hold room against ``preemptor`` (priority
+    >= its own, as nominated pods do). A lower-priority answer neither holds the room nor takes
+    its victims from the preemptor: upstream would clear that nomination (X-2)."""
+    return [f for f in in_flight if f.node == node and f.preemptor.priority >= preemptor.priority]
+
+
+def _promised(in_flight: Sequence[InFlight], node: str, preemptor: Pod) -> set[str]:
+    return {v.uid for f in _outranking(in_flight, node, preemptor) for v in f.victims}
 
 
 def _as_it_will_be(
@@ -338,17 +338,16 @@ def _as_it_will_be(
     """The node once earlier answers take effect: their victims gone, their preemptors
     nominated here (holding room against pods of lower or equal priority). The scheduler's
     own proposals may not show them yet either (it deletes victims asynchronously)."""
-    mine = [f for f in in_flight if f.node == node.name]
+    mine = _outranking(in_flight, node.name, preemptor)
     if not mine:
         return node, reservations
-    leaving = _promised(mine, node.name)
+    leaving = {v.uid for f in mine for v in f.victims}
     pods = [p for p in node.pods if p.uid not in leaving or p.terminating]
     held = {p.uid for p in reservations}
     for flight in mine:
         seen = view.pods.get(flight.preemptor.uid) or flight.preemptor
         if seen.node_name is None and seen.nominated_node_name != node.name and flight.preemptor.uid not in held:
-            if flight.preemptor.priority >= preemptor.priority:
-                reservations = (*reservations, flight.preemptor)
+            reservations = (*reservations, flight.preemptor)
     if len(pods) != len(node.pods):
         node = NodeInfo.build(node.node, pods)
     return node, reservations

@@ -29,11 +29,13 @@ def handle(body: bytes, ctx: Context) -> bytes:
         in_flight=ctx.ledger.in_flight(ctx.view),
         now=time.time(),
     )
-    if decision.answer and not ctx.shadow:
-        # In shadow mode the scheduler evicts its own victims, not these: nothing is in flight.
-        (node,) = decision.answer
-        chosen = next(o for o in decision.outcomes if o.node == node)
-        ctx.ledger.record(preemptor, node, chosen.victims)
+    if not ctx.shadow:  # in shadow mode the scheduler evicts its own victims: nothing is in flight
+        if decision.answer:
+            (node,) = decision.answer
+            chosen = next(o for o in decision.outcomes if o.node == node)
+            ctx.ledger.record(preemptor, node, chosen.victims)
+        else:
+            ctx.ledger.forget(preemptor)
 
     _count(ctx, proposals, decision)
     ctx.decided(

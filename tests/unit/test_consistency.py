@@ -154,7 +154,29 @@ def test_a_terminating_pod_is_named_only_if_the_scheduler_proposed_it():
     assert named.answer == {"n1": Proposal(uids(t), 0)}
     waits = decide(view=v, preemptor=pod("pre", cpu=2, priority=10), proposals={"n1": Proposal(uids(x), 0)})
     assert waits.answer == {} and waits.outcomes[0].cause is Cause.LEAVING
-    assert "once the pods terminating there are gone" in waits.reasons[0]
+    assert "once the pods terminating here are gone" in waits.outcomes[0].reasons[0]
+
+
+def test_a_node_where_only_unnamed_terminating_pods_need_to_go_is_not_offered_but_others_are():
+    # As above on n1; n2 offers a real victim. Waiting on n1 would be a guess (t may already
+    # be gone from the scheduler's snapshot, and then something else fills n1 in its view).
+    t = pod("t", node="n1", cpu=2, priority=1, terminating=True)
+    x = pod("x", node="n1", cpu=2, priority=1, start=5)
+    y = pod("y", node="n2", cpu=4, priority=1)
+    v = view([node("n1", cpu=4), node("n2", cpu=4)], [t, x, y])
+    decision = decide(view=v, preemptor=pod("pre", cpu=2, priority=10), proposals={"n1": Proposal(uids(x), 0), "n2": Proposal(uids(y), 0)})
+    assert decision.answer == {"n2": Proposal(uids(y), 0)}
+
+
+def test_a_lower_priority_answer_in_flight_neither_holds_room_nor_takes_victims():
+    # A (priority 100) was answered f3 on full n1. B (priority 1000) outranks it: A's room is
+    # not held against B (upstream clears A's nomination), and f3, going anyway, may be B's.
+    fillers = burst_node()
+    a, b = pod("a", cpu=8, priority=100), pod("b", cpu=8, priority=1000)
+    v = view([node("n1", cpu=32)], [*fillers, a, b])
+    in_flight = [InFlight(a, "n1", (fillers[3],))]
+    decision = decide(view=v, preemptor=b, proposals={"n1": Proposal(uids(fillers[3]), 0)}, in_flight=in_flight)
+    assert decision.answer == {"n1": Proposal(uids(fillers[3]), 0)}
 
 
 # ---------------------------------------------------------------- no stranded preemptor

@@ -148,3 +148,17 @@ def test_the_ledger_is_bounded():
     for i in range(MAX_IN_FLIGHT + 5):
         ledger.record(pod(f"x{i}", priority=100, cpu=1), "n1", ())
     assert len(ledger) == MAX_IN_FLIGHT
+
+
+def test_a_bound_preemptor_settles_its_answer_and_an_empty_answer_forgets_it():
+    v, (first, second) = scene()
+    ledger = Ledger()
+    ask(ledger, v, first)
+    bound = view(
+        [node("n1", cpu=6)],
+        [*(p for p in v.pods.values() if p.name != "p3"), pod("p3", ns="prod", cpu=1, priority=100, node="n1")],
+    )
+    assert ledger.in_flight(bound) == ()  # t2 still live: it was not deleted for p3
+    ask(ledger, v, first)
+    ledger.forget(first)
+    assert ledger.in_flight(v) == ()
