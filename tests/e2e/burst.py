@@ -19,15 +19,17 @@ What is measured, and why that way:
 - **deletions**: the victims the scheduler deleted, one per ``"Preemptor Pod preempted victim
   Pod"`` line. ``Executor.PreemptPod`` (executor.go) writes it after its DELETE succeeded, just
   before it records the victim's ``Preempted`` event, so this is the count of those events,
-  exactly (core/v1 Events may be aggregated), and a victim the scheduler deleted for two
-  preemptors (its informer not yet showing the first deletion) counts twice.
+  exactly (core/v1 Events may be aggregated). A victim deleted for two preemptions counts
+  twice. Reported, not asserted: the scheduler deletes a victim again whenever its informer
+  has not yet shown the first deletion and the pod is still needed as a victim (its room is
+  also held for the first preemptor), which is harmless; stock did it (5 nodes, 10 preemptors:
+  11 deletions of 10 victims in 2 of 7 runs).
 - **named again**: victims a preemption named that the scheduler's informer already showed
   terminating (``prepareCandidateAsync`` in executor.go skips them: no API call, no event;
   async preemption is on by default since 1.33) or gone. Reported, not asserted: stock does
-  it too. On a node where an equal-priority preemptor is already nominated, the dry run
-  removes every lower-priority pod, terminating or not, reprieves the most important first
-  and may name a terminating pod beside a fresh victim (the first runs: stock, 5 nodes and 10
-  preemptors, 5 such names, each still with one deletion and one new victim per preemptor).
+  it in every burst. On a node where an equal-priority preemptor is already nominated, the
+  dry run removes every lower-priority pod, terminating or not, reprieves the most important
+  first and may name the terminating pod beside a fresh victim.
 - **distinct victims**: fillers deleted (terminating or gone) when the burst ends; nothing else
   deletes them.
 - **claims**: the scheduler's log lines containing ``claims to preempt`` written during the
@@ -36,10 +38,14 @@ What is measured, and why that way:
   ``Evaluator.callExtenders`` logs it and drops the extender's answer for that cycle.
 - **pending**: preemptors still unbound when the burst gives up.
 
-A burst is right when every preemptor is bound and preemptions = deletions = distinct victims
-= the number of preemptors, with no ``claims`` line. A victim promised to two preemptors shows
-as one more preemption (the one left without room preempts again) and, if the scheduler had not
-seen the first deletion yet, one more deletion than distinct victims.
+What the tests assert (``expect_one_victim_each``): every preemptor bound, distinct victims =
+the number of preemptors, no ``claims`` line, and, for reprieve, preemptions = the number of
+preemptors. A victim promised to two preemptors leaves one of them without room, and it
+preempts again. Stock is not held to that: its own view lags its deletions and nominations,
+and now and then it promises a terminating victim's room twice itself (20 nodes, 50
+preemptors: 51 preemptions for 50 victims in 2 of 7 runs; the preemptor left out preempted
+again elsewhere). reprieve sees the nominations and terminating victims too, and with its
+answers in flight it can do better, so it is held to exactly one preemption each.
 
 Only the log written after the wave started is read, and only lines naming the burst's
 namespace are counted (except ``claims``, which name the extender and a node, not the pod).
@@ -254,13 +260,15 @@ class _BindWatch(threading.Thread):
             return dict(self._bound)
 
 
-def expect_one_victim_each(result: Result) -> None:
-    """What every burst test asserts: all bound, one preemption, one deletion and one distinct
-    victim per preemptor, and no answer the scheduler rejected."""
+def expect_one_victim_each(result: Result, *, one_preemption_each: bool) -> None:
+    """What every burst test asserts: all bound, one distinct victim per preemptor, no answer
+    the scheduler rejected, and (``one_preemption_each``: reprieve) one preemption each."""
     n = result.shape.preemptors
     assert not result.pending, f"preemptors never bound: {result.pending}; {result.summary()}"
     assert not result.claims, "the scheduler rejected the extender's answer:\n" + "\n".join(result.claims[:5])
-    assert (result.preemptions, result.deletions, result.distinct_victims) == (n, n, n), result.summary()
+    assert result.distinct_victims == n, result.summary()
+    if one_preemption_each:
+        assert result.preemptions == n, result.summary()
 
 
 def _admitted(kube: Kube, path: str, body: dict) -> bool:
