@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-cache clean
+.PHONY: run test unit e2e cluster cluster-down bench bench-cache bench-burst clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -43,6 +43,10 @@ bench: $(STAMP)
 ## The live cache at 150,000 pods, against the previous commit (~10 min; docs/benchmarks-cache.md).
 bench-cache: $(STAMP)
 	$(PY) bench/cache.py --baseline HEAD~1
+
+## Bursts of preemptions through real kube-schedulers, stock and reprieve interleaved (~2 min; needs port 8888).
+bench-burst: $(STAMP)
+	$(PY) bench/burst.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -29,6 +29,14 @@ PATHS = {
 
 
 class Kube(ApiServer):
+    @classmethod
+    def pooled(cls, kubeconfig: str, connections: int) -> "Kube":
+        """A client of its own keeping up to ``connections`` connections alive, for many requests
+        in parallel (the shared client keeps 8; more would be opened and thrown away each time)."""
+        kube = cls.from_kubeconfig(kubeconfig)
+        kube._pool.connection_pool_kw["maxsize"] = connections
+        return kube
+
     def request(self, method: str, path: str, body: Any = None, params: dict | None = None, content_type="application/json") -> dict:
         headers = {**self._headers(), "Content-Type": content_type}
         url = f"{self._host}{path}" + (f"?{urlencode(params)}" if params else "")

@@ -261,14 +261,22 @@ class ControlPlane:
             lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1).status == 200,
         )
 
+    def client_connection(self) -> dict:
+        """Every kube-scheduler's API client: this cluster's kubeconfig, and qps/burst 1000 for
+        all of them alike, so that a burst of preemptions (tests/e2e/burst.py) measures the
+        schedulers and reprieve, not client-side throttling (the default is qps 50, burst 100),
+        and the stock and reprieve schedulers are compared on equal terms."""
+        return {"kubeconfig": str(self.kubeconfig), "qps": 1000, "burst": 1000}
+
     def scheduler_config(self, scheduler_name: str | None = None, reprieve_port: int | None = None) -> Path:
-        """manifests/scheduler-config.yaml with this cluster's kubeconfig: kube-scheduler ignores
-        --kubeconfig when --config is given, and the manifest cannot know the path. Nothing else
-        is changed; the extender stanza the scheduler loads is the shipped one. Another
+        """manifests/scheduler-config.yaml with this cluster's client connection (kubeconfig, qps,
+        burst): kube-scheduler ignores --kubeconfig when --config is given, and the manifest
+        cannot know the path. Nothing else is changed; the extender stanza the scheduler loads
+        is the shipped one. Another
         ``scheduler_name`` and ``reprieve_port`` make a copy for a second reprieve (extenders
         are per scheduler process, not per profile)."""
         config = yaml.safe_load(SCHEDULER_CONFIG.read_text())
-        config["clientConnection"] = {"kubeconfig": str(self.kubeconfig)}
+        config["clientConnection"] = self.client_connection()
         name = "scheduler-config.yaml"
         if scheduler_name:
             config["profiles"] = [{"schedulerName": scheduler_name}]
@@ -282,7 +290,7 @@ class ControlPlane:
         config = {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
             "kind": "KubeSchedulerConfiguration",
-            "clientConnection": {"kubeconfig": str(self.kubeconfig)},
+            "clientConnection": self.client_connection(),
             "leaderElection": {"leaderElect": False},
             "profiles": [{"schedulerName": "default-scheduler"}],
         }

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.burst import SHAPES, burst, expect_one_victim_each
 from tests.e2e.client import wait_for
 from tests.e2e.scenario import REPRIEVE, STOCK
 
@@ -154,3 +155,14 @@ def test_check_policy_reads_a_live_cluster(scenario):
     prod = blocks["queue prod (in org)"]
     assert "usage     cpu=2 memory=200Mi pods=2" in prod
     assert "may preempt other queues: yes, below its share of cpu" in prod
+
+
+@pytest.mark.parametrize("shape", [pytest.param(s, id=s.id) for s in SHAPES.values()])
+def test_burst_under_the_policy_takes_one_victim_each(scenario, shape, record_property):
+    # test_bursts.py's bursts under the queue policy. Fillers and preemptors match no queue, so
+    # both are in the policy's default queue, where the Kubernetes rules alone decide (rule 4
+    # of docs/policy.md); what a policy adds is on the path anyway: a single node per answer,
+    # and the answers in flight that keep the next preemptor off the victims already promised.
+    result = burst(scenario, shape, REPRIEVE)
+    record_property("burst", result.summary())
+    expect_one_victim_each(result, one_preemption_each=True)

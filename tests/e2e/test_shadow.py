@@ -15,6 +15,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.e2e.burst import SHAPES, burst, expect_one_victim_each
 from tests.e2e.controlplane import free_port
 from tests.e2e.scenario import Scenario
 
@@ -107,4 +108,16 @@ def test_shadow_filter_hands_held_room_away_as_stock_and_counts_it(scenario: Sce
     [line, *_] = shadow.decisions("filter", f"{scenario.ns}/late")
     assert line["mode"] == "shadow" and line["outcome"] == "rejected"
     assert f"room held for nominated {scenario.ns}/holder (priority 100)" in line["rejected"][n1]
+    shadow.check_every_call_answered()
+
+
+@pytest.mark.parametrize("shape", [pytest.param(s, id=s.id) for s in SHAPES.values()])
+def test_shadow_burst_is_stock(scenario: Scenario, shadow: Shadow, shape, record_property):
+    # test_bursts.py's bursts through the shadow scheduler: reprieve decides every call but
+    # answers as stock, so the burst must end as stock's does (held to what stock is held to:
+    # all bound, one victim each), with every call answered (a failing ignorable extender
+    # would also look stock).
+    result = burst(scenario, shape, SHADOW, log=SHADOW, reprieve_port=shadow.port)
+    record_property("burst", result.summary())
+    expect_one_victim_each(result, one_preemption_each=False)
     shadow.check_every_call_answered()

@@ -1,0 +1,120 @@
+"""Bursts of preemptions through a real kube-scheduler, reprieve's and stock side by side (issue 9).
+
+    python bench/burst.py [--shapes 20x50,5x10] [--repetitions 3]
+
+Starts the end-to-end control plane (tests/e2e/controlplane.py: etcd, kube-apiserver,
+kube-controller-manager, reprieve on 127.0.0.1:8888 without a policy, ``reprieve-scheduler``
+with the shipped extender stanza and stock ``default-scheduler``, both at client qps/burst 1000,
+a fake kubelet), then runs each shape through stock and reprieve, interleaved (stock first on
+even repetitions, reprieve first on odd ones), each burst in a namespace and on nodes of its
+own. A shape ``NxM`` is N nodes of 32 cpu, each full of four 8-cpu priority-0 pods, and M
+priority-1000 8-cpu preemptors created together, each needing exactly one victim; what is
+counted and how is in tests/e2e/burst.py. Prints a Markdown table and the ratio of reprieve's
+median time to stock's, per shape. Stops the control plane when done, also on error or ^C.
+
+Needs the toolchain (built on first use, ~6 min cold) and port 8888 free.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import signal
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+# reprieve runs as `python -m extender.cli` in a child process: make it this tree's too.
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+
+from tests.e2e.burst import SHAPES, Result, burst, spread  # noqa: E402
+from tests.e2e.controlplane import ControlPlane, StartupError, build_toolchain  # noqa: E402
+from tests.e2e.scenario import REPRIEVE, STOCK, Scenario  # noqa: E402
+
+LABELS = {STOCK: "stock", REPRIEVE: "reprieve"}
+
+
+def run(shapes: list[str], repetitions: int, timeout: float) -> dict[tuple[str, str], list[Result]]:
+    results: dict[tuple[str, str], list[Result]] = {}
+    with tempfile.TemporaryDirectory(prefix="reprieve-bench-burst-") as work:
+        plane = ControlPlane(Path(work), build_toolchain()).start()
+        try:
+            for rep in range(repetitions):
+                for key in shapes:
+                    order = (STOCK, REPRIEVE) if rep % 2 == 0 else (REPRIEVE, STOCK)
+                    for scheduler in order:
+                        scenario = Scenario(plane, f"burst-{uuid.uuid4().hex[:8]}")
+                        try:
+                            result = burst(scenario, SHAPES[key], scheduler, timeout=timeout)
+                        finally:
+                            scenario.cleanup()
+                        results.setdefault((key, scheduler), []).append(result)
+                        print(f"  [{rep + 1}/{repetitions}] {result.summary()}", file=sys.stderr, flush=True)
+        finally:
+            plane.stop()
+    return results
+
+
+def table(results: dict[tuple[str, str], list[Result]], shapes: list[str]) -> str:
+    rows = [
+        "| shape | scheduler | seconds to bind all (min / median / max) | preemptions | deletions | distinct victims | named again | preempted again | 'claims to preempt' lines | still pending |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    ratios = []
+    for key in shapes:
+        medians = {}
+        for scheduler in (STOCK, REPRIEVE):
+            runs = results.get((key, scheduler), [])
+            times = [r.seconds for r in runs if r.seconds is not None]
+            timed_out = len(runs) - len(times)
+            seconds = spread(times) + (f" ({timed_out} timed out)" if timed_out else "")
+            if times and not timed_out:
+                medians[scheduler] = statistics.median(times)
+
+            def each(attr):
+                return ", ".join(str(len(v) if isinstance(v, list) else v) for v in (getattr(r, attr) for r in runs))
+
+            rows.append(
+                f"| {SHAPES[key].name} | {LABELS[scheduler]} | {seconds} | {each('preemptions')} | {each('deletions')} "
+                f"| {each('distinct_victims')} | {each('named_again')} | {each('preempted_again')} | {each('claims')} | {each('pending')} |"
+            )
+        if len(medians) == 2:
+            ratios.append(f"{SHAPES[key].name}: reprieve / stock median time = {medians[REPRIEVE] / medians[STOCK]:.2f}")
+        else:
+            ratios.append(f"{SHAPES[key].name}: no ratio (a run timed out)")
+    return "\n".join(rows) + "\n\nCounts are per run, in run order. " + "; ".join(ratios) + "."
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--shapes", default=",".join(SHAPES), help=f"comma-separated, of: {', '.join(SHAPES)}")
+    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=60, help="seconds a burst may take before it gives up")
+    args = parser.parse_args(argv)
+    shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown or args.repetitions < 1:
+        parser.error(f"unknown shape(s) {unknown}" if unknown else "--repetitions must be at least 1")
+    # SIGTERM unwinds like ^C, so the control plane's processes (sessions of their own) are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    started = time.monotonic()
+    try:
+        results = run(shapes, args.repetitions, args.timeout)
+    except StartupError as exc:
+        print(f"bench/burst.py: the control plane could not start: {exc}", file=sys.stderr)
+        return 1
+    print(f"bench/burst.py --shapes {','.join(shapes)} --repetitions {args.repetitions}")
+    print(f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, kube-scheduler v1.36.3, "
+          f"{time.strftime('%Y-%m-%d')}, {time.monotonic() - started:.0f} s in all\n")
+    print(table(results, shapes))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
