@@ -275,7 +275,12 @@ def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least):
     named = {p.uid for p in leaving}
     best = None
     tried = set()
+    ran = []
     for key_of, shield, pool in orders:
+        if pool is live and shield in ran:
+            continue  # the same order as one already run (no budget here: every shield is empty)
+        if pool is live:
+            ran.append(shield)
         victims, reprieved = _reprieve(room, checked, pool, () if pool is not live else leaving, key_of)
         victims = most_important_first(p for p in victims if not p.terminating or p.uid in named)
         found = tuple(p.uid for p in victims)
