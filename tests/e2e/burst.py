@@ -169,13 +169,18 @@ def burst(
 
     fillers = scenario.pods_with(FILLER)
     distinct = shape.nodes * shape.fillers_per_node - sum(1 for p in fillers if not p["metadata"].get("deletionTimestamp"))
-    # The scheduler logs a deletion right after its DELETE returned; let the log catch up.
+    victim = f'victim="{scenario.ns}/'
+
+    def deletions_logged() -> bool:
+        return sum(1 for line in _read(scheduler_log, mark).splitlines() if DELETION_LINE in line and victim in line) >= distinct
+
+    # Only the scheduler deletes fillers, and it logs each deletion right after its DELETE
+    # returned: let the log catch up with what the API server shows.
     try:
-        wait_for("the scheduler's log of its deletions", lambda: _read(scheduler_log, mark).count(f'victim="{scenario.ns}/') >= distinct, timeout=5)
+        wait_for("the scheduler's log of its deletions", deletions_logged, timeout=5)
     except AssertionError:
         pass
     lines = _read(scheduler_log, mark).splitlines()
-    victim = f'victim="{scenario.ns}/'
     preemptors = [m.group(1) for line in lines if PREEMPTION_LINE in line for m in [re.search(rf'pod="{re.escape(scenario.ns)}/([^"]+)"', line)] if m]
     bound = watch.bound_at()
     return Result(

@@ -3,8 +3,9 @@
 etcd, kube-apiserver, kube-controller-manager (replicaset, disruption, garbage collector,
 namespace controllers only), a fake kubelet for hollow nodes (tests/e2e/kubelet.py), reprieve
 watching the apiserver, and two kube-schedulers: ``reprieve-scheduler`` loads
-manifests/scheduler-config.yaml (reprieve in the path) and ``default-scheduler`` runs stock.
-Everything listens on 127.0.0.1 and lives under one work directory.
+manifests/scheduler-config.yaml (reprieve in the path) and ``default-scheduler`` runs stock,
+both with the same API client settings (qps/burst 1000). Everything listens on 127.0.0.1 and
+lives under one work directory.
 
     python -m tests.e2e.controlplane up      # start in the background; .cluster/kubeconfig
     python -m tests.e2e.controlplane down    # stop it
