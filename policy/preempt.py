@@ -186,21 +186,25 @@ def _ineligible(view: ClusterView, preemptor: Pod, in_flight: Sequence[InFlight]
     leaving = [p for p in nominated.pods if p.terminating and p.priority < preemptor.priority]
     if not leaving:
         return Refusal.NONE, ""
-    first = (preemptor.priority, -(preemptor.created or 0), preemptor.key)
     holders = [
         p for p in view.nominated.get(nominated.name, ())
-        if p.uid != preemptor.uid and (p.priority, -(p.created or 0), p.key) > first
+        if p.uid != preemptor.uid and _claim(p) > _claim(preemptor)
     ]
     node, holders = _as_it_will_be(view, nominated, tuple(holders), preemptor, in_flight)
     staying = [p for p in node.pods if not p.terminating]
     used = resources.add(*(p.requests for p in staying), *(p.requests for p in holders))
-    short = resources.shortfalls(request=preemptor.requests, allocatable=node.node.allocatable, used=used)
-    names = ", ".join(sorted(p.key for p in leaving))
-    if short:
+    if resources.shortfalls(request=preemptor.requests, allocatable=node.node.allocatable, used=used):
         return Refusal.NONE, ""  # preempting again is the only way: see the node's reasons
+    names = ", ".join(sorted(p.key for p in leaving))
     return Refusal.VICTIMS_TERMINATING, (
         f"already nominated to {nominated.name}, where lower-priority {names} are terminating; waiting for them"
     )
+
+
+def _claim(pod: Pod) -> tuple:
+    """Who gets room first among pods nominated to one node: the higher priority, then the
+    earlier creation, then namespace/name (a total order, so two pods never both wait)."""
+    return (pod.priority, -(pod.created or 0), pod.key)
 
 
 def _evaluate(

@@ -27,25 +27,28 @@ def burst_node(*, terminating=()):
     return fillers
 
 
-def test_the_next_preemptor_never_gets_a_victim_already_promised():
-    # A was answered f3 on n1; the view shows nothing yet. The scheduler, which already counts
-    # A's nomination, proposes B two victims (f3 again, it is not deleted yet, and f2).
+def after_a(proposed, *, a_priority=1000):
+    """A (``a_priority``) was answered f3 on the full n1 and the view shows nothing yet; B
+    (priority 1000) asks next with the scheduler proposing ``proposed`` (filler indexes)."""
     fillers = burst_node()
-    a, b = pod("a", cpu=8, priority=1000), pod("b", cpu=8, priority=1000)
+    a, b = pod("a", cpu=8, priority=a_priority), pod("b", cpu=8, priority=1000)
     v = view([node("n1", cpu=32)], [*fillers, a, b])
     in_flight = [InFlight(a, "n1", (fillers[3],))]
-    decision = decide(view=v, preemptor=b, proposals={"n1": Proposal(uids(fillers[3], fillers[2]), 0)}, in_flight=in_flight)
+    sent = Proposal(uids(*(fillers[i] for i in proposed)), 0)
+    return decide(view=v, preemptor=b, proposals={"n1": sent}, in_flight=in_flight), fillers
+
+
+def test_the_next_preemptor_never_gets_a_victim_already_promised():
+    # The scheduler, which already counts A's nomination, proposes B two victims (f3 again,
+    # it is not deleted yet, and f2).
+    decision, fillers = after_a((3, 2))
     assert decision.answer == {"n1": Proposal(uids(fillers[2]), 0)}
 
 
 def test_a_stale_scheduler_proposal_of_a_promised_victim_gets_another_victim():
     # The scheduler has not counted A yet and proposes B only f3, promised to A: reprieve knows
     # A holds that room, so B needs f2.
-    fillers = burst_node()
-    a, b = pod("a", cpu=8, priority=1000), pod("b", cpu=8, priority=1000)
-    v = view([node("n1", cpu=32)], [*fillers, a, b])
-    in_flight = [InFlight(a, "n1", (fillers[3],))]
-    decision = decide(view=v, preemptor=b, proposals={"n1": Proposal(uids(fillers[3]), 0)}, in_flight=in_flight)
+    decision, fillers = after_a((3,))
     assert decision.answer == {"n1": Proposal(uids(fillers[2]), 0)}
 
 
@@ -169,13 +172,9 @@ def test_a_node_where_only_unnamed_terminating_pods_need_to_go_is_not_offered_bu
 
 
 def test_a_lower_priority_answer_in_flight_neither_holds_room_nor_takes_victims():
-    # A (priority 100) was answered f3 on full n1. B (priority 1000) outranks it: A's room is
-    # not held against B (upstream clears A's nomination), and f3, going anyway, may be B's.
-    fillers = burst_node()
-    a, b = pod("a", cpu=8, priority=100), pod("b", cpu=8, priority=1000)
-    v = view([node("n1", cpu=32)], [*fillers, a, b])
-    in_flight = [InFlight(a, "n1", (fillers[3],))]
-    decision = decide(view=v, preemptor=b, proposals={"n1": Proposal(uids(fillers[3]), 0)}, in_flight=in_flight)
+    # A (priority 100) outranks nothing here: A's room is not held against B (upstream clears
+    # A's nomination), and f3, going anyway, may be B's.
+    decision, fillers = after_a((3,), a_priority=100)
     assert decision.answer == {"n1": Proposal(uids(fillers[3]), 0)}
 
 
