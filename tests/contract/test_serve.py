@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -12,14 +11,9 @@ import urllib.request
 import pytest
 
 from tests.conftest import EXAMPLE, ROOT
+from tests.ports import free_port
 
 REQUESTS = ROOT / "examples" / "requests"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def call(url: str, data: bytes | None = None) -> tuple[int, bytes]:

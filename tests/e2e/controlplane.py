@@ -27,6 +27,7 @@ import yaml
 
 from tests.e2e.client import Kube
 from tests.e2e.kubelet import FakeKubelet
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TOOLCHAIN = ROOT / "tests" / "e2e" / "toolchain" / "build.sh"
@@ -44,12 +45,6 @@ def build_toolchain() -> Path:
         tail = "\n".join(done.stderr.strip().splitlines()[-15:])
         raise StartupError(f"building the end-to-end toolchain failed (tests/e2e/toolchain/build.sh):\n{tail}")
     return Path(done.stdout.strip())
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def port_in_use(port: int) -> bool:

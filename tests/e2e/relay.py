@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 
-from tests.e2e.controlplane import free_port
+from tests.ports import free_port
 
 
 class Relay:

@@ -25,7 +25,7 @@ from extender.app import create_app
 from extender.cluster import StaticCluster
 from extender.config import Settings
 from tests.e2e.client import wait_for
-from tests.e2e.controlplane import free_port
+from tests.ports import free_port
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 VERBS = ("filter", "prioritize", "preempt")

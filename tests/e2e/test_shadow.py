@@ -16,7 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.burst import SHAPES, burst, expect_one_victim_each
-from tests.e2e.controlplane import free_port
+from tests.ports import free_port
 from tests.e2e.scenario import Scenario
 
 SHADOW = "shadow-scheduler"
