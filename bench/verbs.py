@@ -23,11 +23,11 @@ import time
 
 import orjson
 
-from extender.app import create_app
-from extender.cluster import StaticCluster
+from extender.serving.app import create_app
+from extender.state.source import StaticCluster
 from extender.config import Settings
 from extender.policy_file import parse as parse_policy
-from extender.snapshot import from_documents
+from extender.state.snapshot import from_documents
 from policy import tenancy
 
 PRIORITIES = [0, 100, 1000, 10000]

@@ -1,5 +1,11 @@
-"""reprieve's HTTP side: wire models, cluster state, the Flask app and the CLI.
+"""reprieve's side that meets the world: reading clusters, serving the verbs, the commands.
 
-Layers import one way: cli -> (server, snapshot, live) -> app -> verbs -> (wire, translate,
-cluster) -> policy.
+    cli.py, config.py, policy_file.py, errors.py   startup: flags, settings, the --policy file
+    state/      cluster views: snapshots, Kubernetes projections, translation, the answer ledger
+    live/       the live view: list+watch against the apiserver
+    serving/    the HTTP app, its server, wire types, one module per verb, metrics and logs
+    commands/   offline commands: explain, check-policy
+
+Layers import one way: cli -> (serving.server, state.snapshot, live) -> serving.app ->
+serving.verbs -> (serving.wire, state) -> policy.
 """

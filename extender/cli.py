@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 
-from extender import logs
+from extender.serving import logs
 from extender.config import Mode, Settings
 from extender.errors import ReprieveError
 
@@ -91,7 +91,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _check_policy(args: argparse.Namespace) -> int:
-    from extender import check_policy, policy_file, snapshot
+    from extender import policy_file
+    from extender.commands import check_policy
+    from extender.state import snapshot
 
     rules = policy_file.load(args.policy)
     view = None
@@ -110,7 +112,7 @@ def _live_view(kubeconfig: str, timeout: float = 120.0):
     from extender.errors import ConfigError
     from extender.live.apiserver import ApiServer
     from extender.live.cache import LiveCluster
-    from extender.metrics import Metrics
+    from extender.serving.metrics import Metrics
 
     cluster = LiveCluster(ApiServer.from_kubeconfig(kubeconfig), metrics=Metrics()).start()
     try:
@@ -125,14 +127,15 @@ def _live_view(kubeconfig: str, timeout: float = 120.0):
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from extender import policy_file, snapshot
-    from extender.app import create_app
-    from extender.cluster import StaticCluster
+    from extender import policy_file
+    from extender.state import snapshot
+    from extender.serving.app import create_app
+    from extender.state.source import StaticCluster
     from extender.errors import ConfigError
     from extender.live.apiserver import ApiServer
     from extender.live.cache import LiveCluster
-    from extender.metrics import Metrics
-    from extender.server import Server
+    from extender.serving.metrics import Metrics
+    from extender.serving.server import Server
 
     if args.threads < 1:
         raise ConfigError(f"--threads must be at least 1, not {args.threads}")
@@ -161,7 +164,7 @@ def _serve(args: argparse.Namespace) -> int:
         def build():
             metrics = Metrics()
             # The initial list makes most of the long-lived records: move them out of the
-            # collector's reach as Server.load does for a snapshot (see extender.server).
+            # collector's reach as Server.load does for a snapshot (see extender.serving.server).
             cluster = LiveCluster(
                 api, metrics=metrics, staleness_bound=settings.staleness_bound, on_first_view=gc.freeze
             ).start()
@@ -183,7 +186,9 @@ def _serve(args: argparse.Namespace) -> int:
 def _explain(args: argparse.Namespace) -> int:
     import time
 
-    from extender import explain, policy_file
+    from extender import policy_file
+
+    from extender.commands import explain
 
     rules = policy_file.load(args.policy) if args.policy else None
     report = explain.run(

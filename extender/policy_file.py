@@ -14,7 +14,7 @@ import pydantic
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 
-from extender import kube, translate
+from extender.state import kube, translate
 from extender.errors import ConfigError
 from policy.tenancy import OPT_OUT_ANNOTATION, OptOut, Preemption, Queue, Rules
 

@@ -162,7 +162,7 @@ def assess(rules: Rules, view: ClusterView, *, pending: Iterable[Pod] = ()) -> S
     memo: dict[tuple, str] = {}
     by_labels = any(q.selector is not None for q in rules.queues)
     for pod in view.pods.values():
-        # Label maps are shared between the view's pods (extender.translate), and the view
+        # Label maps are shared between the view's pods (extender.state.translate), and the view
         # keeps them alive for this loop: their identity is a safe, cheap memo key.
         key = (pod.namespace, id(pod.labels)) if by_labels else (pod.namespace,)
         queue = memo.get(key)

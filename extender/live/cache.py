@@ -11,7 +11,7 @@ from extender.live.apiserver import ApiServer
 from extender.live.changes import KINDS
 from extender.live.reflector import Reflector
 from extender.live.store import Store
-from extender.metrics import Metrics
+from extender.serving.metrics import Metrics
 from policy.model import PriorityClass
 from policy.view import ClusterView
 

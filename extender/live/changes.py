@@ -9,7 +9,7 @@ from typing import Any
 
 import pydantic
 
-from extender import kube, translate
+from extender.state import kube, translate
 from policy.model import PriorityClass
 
 log = logging.getLogger(__name__)

@@ -8,8 +8,8 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from extender.app import create_app
-from extender.cluster import StaticCluster
+from extender.serving.app import create_app
+from extender.state.source import StaticCluster
 from extender.config import Mode, Settings
 from tests.conftest import ROOT
 

@@ -29,10 +29,10 @@ from pathlib import Path
 
 import pytest
 
-from extender import explain
-from extender.app import create_app
+from extender.commands import explain
+from extender.serving.app import create_app
 from extender.cli import main
-from extender.cluster import StaticCluster
+from extender.state.source import StaticCluster
 from extender.config import Settings
 from tests.conftest import EXAMPLE, ROOT
 

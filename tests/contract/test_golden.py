@@ -13,9 +13,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from extender import snapshot
-from extender.app import create_app
-from extender.cluster import StaticCluster
+from extender.state import snapshot
+from extender.serving.app import create_app
+from extender.state.source import StaticCluster
 from extender.config import Settings
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from extender.app import create_app
-from extender.cluster import StaticCluster
+from extender.serving.app import create_app
+from extender.state.source import StaticCluster
 from extender.config import Settings
-from extender.metrics import Metrics
+from extender.serving.metrics import Metrics
 from tests.conftest import ROOT
 
 REQUESTS = ROOT / "examples" / "requests"

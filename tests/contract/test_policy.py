@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from extender import policy_file, snapshot
-from extender.app import create_app
+from extender import policy_file
+
+from extender.state import snapshot
+from extender.serving.app import create_app
 from extender.cli import main
-from extender.cluster import StaticCluster
+from extender.state.source import StaticCluster
 from extender.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]

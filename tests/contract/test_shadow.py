@@ -7,10 +7,10 @@ import logging
 import orjson
 import pytest
 
-from extender.app import create_app
-from extender.cluster import StaticCluster
+from extender.serving.app import create_app
+from extender.state.source import StaticCluster
 from extender.config import Mode, Settings
-from extender.metrics import Metrics
+from extender.serving.metrics import Metrics
 from tests.conftest import ROOT
 
 GOLDEN = ROOT / "tests" / "golden"

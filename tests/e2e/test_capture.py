@@ -20,9 +20,9 @@ import orjson
 import pytest
 import yaml
 
-from extender import snapshot
-from extender.app import create_app
-from extender.cluster import StaticCluster
+from extender.state import snapshot
+from extender.serving.app import create_app
+from extender.state.source import StaticCluster
 from extender.config import Settings
 from tests.e2e.client import wait_for
 from tests.ports import free_port

@@ -12,11 +12,11 @@ import time
 import pytest
 import yaml
 
-from extender.app import create_app
+from extender.serving.app import create_app
 from extender.config import Settings
 from extender.live.apiserver import ApiServer
 from extender.live.cache import LiveCluster
-from extender.metrics import Metrics
+from extender.serving.metrics import Metrics
 from tests.e2e.client import wait_for
 from tests.e2e.relay import Relay
 from tests.e2e.scenario import Scenario

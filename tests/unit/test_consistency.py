@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from extender.ledger import Ledger
+from extender.state.ledger import Ledger
 from policy.causes import Cause, Refusal
 from policy.model import InFlight
 from policy.preempt import SETTLE_SECONDS, Proposal, decide

@@ -1,10 +1,10 @@
 """Answers in flight: the next decision counts them before the view shows them, with or
-without a policy (extender.ledger)."""
+without a policy (extender.state.ledger)."""
 
 from __future__ import annotations
 
-from extender.ledger import IN_FLIGHT_SECONDS, MAX_IN_FLIGHT, Ledger
-from extender.standings import Standings
+from extender.state.ledger import IN_FLIGHT_SECONDS, MAX_IN_FLIGHT, Ledger
+from extender.state.standings import Standings
 from policy.model import HOST_PORTS
 from policy.causes import Cause
 from policy.preempt import Proposal, decide

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from extender import snapshot
+from extender.state import snapshot
 from extender.errors import SnapshotError
 from policy.qos import QoS
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from extender import snapshot, translate, wire
+from extender.serving import wire
+
+from extender.state import snapshot, translate
 from policy import stock
 from policy.causes import Cause
 from policy.preempt import Proposal

@@ -1,4 +1,4 @@
-"""The explain report (extender.explain) as text for an 80-column terminal."""
+"""The explain report (extender.commands.explain) as text for an 80-column terminal."""
 
 from __future__ import annotations
 

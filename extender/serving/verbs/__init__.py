@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from extender.config import Mode
-from extender.logs import event
-from extender.metrics import NOT_READY, Metrics
-from extender.ledger import Ledger
-from extender.standings import Standings
+from extender.serving.logs import event
+from extender.serving.metrics import NOT_READY, Metrics
+from extender.state.ledger import Ledger
+from extender.state.standings import Standings
 from policy.causes import Refusal
 from policy.model import Pod
 from policy.view import ClusterView

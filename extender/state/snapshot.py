@@ -12,7 +12,7 @@ import orjson
 import pydantic
 import yaml
 
-from extender import kube, translate
+from extender.state import kube, translate
 from extender.errors import SnapshotError
 from policy.view import ClusterView
 

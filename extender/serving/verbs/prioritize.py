@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from extender import translate, wire
-from extender.verbs import Context
+from extender.serving import wire
+
+from extender.state import translate
+from extender.serving.verbs import Context
 from policy.causes import Cause
 from policy.prioritize import score_nodes
 

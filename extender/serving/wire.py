@@ -15,7 +15,7 @@ import orjson
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
 
-from extender import kube
+from extender.state import kube
 from extender.errors import BadRequest
 
 

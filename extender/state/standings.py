@@ -2,7 +2,7 @@
 
 Assessing queue usage walks every pod; views are immutable and published at most every
 50 ms, so the preempt calls between two publications share one assessment. The answers
-reprieve gave that the view does not show yet are added per decision (extender.ledger,
+reprieve gave that the view does not show yet are added per decision (extender.state.ledger,
 policy.tenancy.with_in_flight).
 """
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 
-from extender import translate, wire
-from extender.metrics import priority_band
-from extender.verbs import Context
+from extender.serving import wire
+
+from extender.state import translate
+from extender.serving.metrics import priority_band
+from extender.serving.verbs import Context
 from policy.causes import Cause, Refusal
 from policy.preempt import NodeOutcome, PreemptDecision, Proposal, Verdict, decide
 from policy.view import ClusterView

@@ -6,7 +6,7 @@ import functools
 import sys
 from collections.abc import Mapping
 
-from extender import kube
+from extender.state import kube
 from policy import model, resources
 from policy.labels import Requirement, Selector
 from policy.quantity import to_units

@@ -9,17 +9,17 @@ from collections.abc import Callable
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from extender import wire
-from extender.cluster import ClusterSource
+from extender.serving import wire
+from extender.state.source import ClusterSource
 from extender.config import Settings
 from extender.errors import BadRequest
-from extender.ledger import Ledger
-from extender.metrics import Metrics
-from extender.standings import Standings
-from extender.verbs import Context
-from extender.verbs import filter as filter_verb
-from extender.verbs import preempt as preempt_verb
-from extender.verbs import prioritize as prioritize_verb
+from extender.state.ledger import Ledger
+from extender.serving.metrics import Metrics
+from extender.state.standings import Standings
+from extender.serving.verbs import Context
+from extender.serving.verbs import filter as filter_verb
+from extender.serving.verbs import preempt as preempt_verb
+from extender.serving.verbs import prioritize as prioritize_verb
 from policy.tenancy import Rules
 
 JSON = "application/json"

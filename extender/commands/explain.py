@@ -1,8 +1,8 @@
 """``reprieve explain``: reprieve's decision and stock preemption's, side by side, offline.
 
-Inputs (the snapshot, a pod or a captured request) are read here; extender.explain_report
+Inputs (the snapshot, a pod or a captured request) are read here; extender.commands.explain_report
 builds the report, a plain dict, from policy's decisions; it is rendered as JSON here or as
-a table by extender.explain_table. docs/explain.md documents every field.
+a table by extender.commands.explain_table. docs/explain.md documents every field.
 """
 
 from __future__ import annotations
@@ -15,9 +15,13 @@ import orjson
 import pydantic
 import yaml
 
-from extender import explain_table, kube, snapshot, translate, wire
+from extender.commands import explain_table
+
+from extender.serving import wire
+
+from extender.state import kube, snapshot, translate
 from extender.errors import BadRequest, ConfigError
-from extender.explain_report import args_report, preemption_report
+from extender.commands.explain_report import args_report, preemption_report
 from policy.model import Pod
 from policy.preempt import Proposal
 from policy.tenancy import Rules

@@ -1,0 +1,1 @@
+"""Offline commands: ``reprieve explain`` (explain, explain_report, explain_table) and ``check-policy``."""
