@@ -65,6 +65,10 @@ class ClusterView:
     # PDB coverage, computed once: matching selectors is the costliest step of a decision.
     pod_budgets: Mapping[str, tuple[DisruptionBudget, ...]]  # pod UID -> budgets covering it
     budget_members: Mapping[str, tuple[Pod, ...]]  # budget key -> the pods it covers
+    # Summaries that do not depend on the pod being decided, computed on first use and kept
+    # for the view's lifetime: node name -> {what: summary} (policy.bounds). The live store
+    # carries a node's entries over to the next view while the node and the budgets are unchanged.
+    memo: dict[str, dict] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def build(
