@@ -31,7 +31,21 @@ MAX_SCORE = 10
 class NodeScore:
     node: str
     score: int
-    reason: str
+    room: float | None = None  # None: a node unknown to reprieve
+    holders: int = 0  # nominated pods whose room is kept free
+    siblings: tuple[str, ...] = ()  # pods here under one of the pod's own budgets, sorted
+
+    @property
+    def reason(self) -> str:
+        """Written only when asked (the decision log at debug level): 5,000 nodes per call."""
+        if self.room is None:
+            return "node unknown to reprieve"
+        reason = f"{self.room:.0%} free after placing the pod"
+        if self.holders:
+            reason += f" and holding room for {self.holders} nominated pod(s)"
+        if self.siblings:
+            reason += f"; runs {', '.join(self.siblings)} under the pod's own PodDisruptionBudget"
+        return reason
 
 
 def score_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> tuple[NodeScore, ...]:
@@ -44,27 +58,26 @@ def score_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> tu
         for member in view.budget_members.get(budget.key, ()):
             if member.node_name and member.uid != pod.uid:
                 siblings_on.setdefault(member.node_name, []).append(member.key)
+    wanted = [(r, pod.requests.get(r, 0)) for r in considered]
+    nominated, nodes = view.nominated, view.nodes
     scores = []
     for name in node_names:
-        info = view.nodes.get(name)
+        info = nodes.get(name)
         if info is None:
-            scores.append(NodeScore(name, 0, "node unknown to reprieve"))
+            scores.append(NodeScore(name, 0))
             continue
         alloc, requested = info.node.allocatable, info.requested
-        holders = view.reservations(name, pod=pod)
+        # Only nodes with nominated pods can hold room (most have none: skip the lookup).
+        holders = view.reservations(name, pod=pod) if name in nominated else ()
+        held = resources.add(*(h.requests for h in holders)) if holders else resources.EMPTY
         room = 0.0
-        for r in considered:
+        for r, asked in wanted:
             total = alloc.get(r, 0)
             if total > 0:
-                used = requested.get(r, 0) + pod.requests.get(r, 0) + sum(h.requests.get(r, 0) for h in holders)
+                used = requested.get(r, 0) + asked + held.get(r, 0)
                 room += max(0, total - used) / total
         room /= len(considered)
-        siblings = sorted(set(siblings_on.get(name, ())))
+        siblings = tuple(sorted(set(siblings_on[name]))) if name in siblings_on else ()
         score = math.floor(9 * room) + (0 if siblings else 1)
-        reason = f"{room:.0%} free after placing the pod"
-        if holders:
-            reason += f" and holding room for {len(holders)} nominated pod(s)"
-        if siblings:
-            reason += f"; runs {', '.join(siblings)} under the pod's own PodDisruptionBudget"
-        scores.append(NodeScore(name, score, reason))
+        scores.append(NodeScore(name, score, room, len(holders), siblings))
     return tuple(scores)
