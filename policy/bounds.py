@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from policy import ranking, resources
 from policy.model import Pod
 from policy.pdb import _spent_on
-from policy.view import ClusterView, NodeInfo
+from policy.view import BUDGETS, ClusterView, NodeInfo
 
 # No victim set makes room: the node would be dropped (compares above every key).
 NO_ROOM: tuple = (math.inf,)
@@ -46,20 +46,14 @@ class Below:
 
 
 def below(view: ClusterView, info: NodeInfo, priority: int) -> Below:
-    """``Below`` for the pods on ``info`` with priority < ``priority``, computed once per view."""
-    # The pods below ``priority`` are the same for every priority between two levels here.
-    above = bisect.bisect_right(info._levels, -priority)
-    memo = view.memo.setdefault(info.name, {})
-    cached = memo.get(("below", above))
-    if cached is not None and cached[0] is info:
-        return cached[1]
-    summary = _summarise([p for p in info.pods if p.priority < priority and not p.terminating], view)
-    memo[("below", above)] = (info, summary)
-    return summary
+    """``Below`` for the pods on ``info`` (a node of ``view``) with priority < ``priority``,
+    computed once per view (ClusterView.summary; it reads the budgets)."""
+    table = view.summary((BUDGETS, "below", priority), lambda node, _: _summarise(view, node, priority))
+    return table(info.name)
 
 
-def _summarise(live: list[Pod], view: ClusterView) -> Below:
-    live.sort(key=lambda p: p.priority)
+def _summarise(view: ClusterView, info: NodeInfo, priority: int) -> Below:
+    live = sorted((p for p in info.pods if p.priority < priority and not p.terminating), key=lambda p: p.priority)
     budgets_of = view.budgets_covering
     total: dict[str, int] = {}
     levels: list[tuple[int, dict[str, int]]] = []

@@ -4,7 +4,9 @@ The store keeps, next to the records, the indexes a ClusterView is made of (pods
 nominated pods by node, PDB coverage) and updates them with every change, remembering what
 changed since the last view. Publishing is then incremental: the new view shares every
 NodeInfo, tuple and record that did not change with the previous one, and copies only the
-top-level mappings, so that a view of 150,000 pods costs milliseconds rather than seconds.
+top-level mappings, so that a view of 150,000 pods costs milliseconds rather than seconds;
+the per-node summaries the verbs computed on the previous view (ClusterView.summary) are
+carried over for the nodes that did not change.
 A view is never changed after it is built: policy reads it without locks.
 """
 
@@ -271,6 +273,8 @@ class Store:
         nominated = self._refreshed(prev.nominated, self._dirty_nominated, self._nominated)
         members = self._refreshed(prev.budget_members, self._dirty_members, self._members)
         dirty = self._dirty_kinds
+        # Per-node summaries (ClusterView.summary) stay true for the nodes that did not change.
+        budgets_changed = BUDGETS in dirty
         return ClusterView(
             nodes=nodes,
             pods=dict(self._records[PODS]) if PODS in dirty else prev.pods,
@@ -279,6 +283,7 @@ class Store:
             priority_classes=dict(self._classes) if CLASSES in dirty else prev.priority_classes,
             pod_budgets=dict(self._pod_budgets) if (PODS in dirty or BUDGETS in dirty) else prev.pod_budgets,
             budget_members=members,
+            memo=prev.carry_memo(dirty_nodes=self._dirty_nodes, budgets_changed=budgets_changed),
         )
 
 

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from extender.live.store import Store
+from policy import bounds, prioritize
 from policy.view import ClusterView
 from tests.builders import node, pdb, pod
 
@@ -111,6 +112,19 @@ def test_every_published_view_equals_a_full_rebuild(batches):
         )
         assert digest(view) == digest(full)
         assert versions == last
+        # Summaries carried over from the previous view (ClusterView.summary) are those of this
+        # one; computing them every time keeps each view's memo full for the next.
+        assert summaries(view) == summaries(full)
+
+
+def summaries(view: ClusterView) -> dict:
+    return {
+        name: (
+            [bounds.below(view, info, p) for p in range(5)],
+            view.summary(("free", ("cpu", "memory")), prioritize._free)(name),
+        )
+        for name, info in view.nodes.items()
+    }
 
 
 def test_pods_carry_when_the_store_first_saw_them_bound():
