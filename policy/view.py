@@ -6,10 +6,19 @@ import bisect
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from policy import resources
 from policy.model import DisruptionBudget, Node, Pod, PriorityClass
 from policy.resources import Vector
+
+
+class Changes(Protocol):
+    """What changed between the views of one source (the live store), for incremental work."""
+
+    def since(self, revision: int) -> tuple[frozenset[str], frozenset[str]] | None:
+        """(UIDs of pods, names of nodes) changed after view ``revision`` up to the latest
+        published view, or None if that is no longer known (too old, or a full rebuild)."""
 
 
 # The first element of a summary's name (ClusterView.summary) when it reads the budgets too.
@@ -72,6 +81,9 @@ class ClusterView:
     # Per-node summaries that do not depend on the pod being decided (see summary()):
     # what -> node name -> summary, computed on first use and kept for the view's lifetime.
     memo: dict[tuple, dict[str, object]] = field(default_factory=dict, compare=False, repr=False)
+    # The live store numbers its views and keeps what changed between them (0 / None: a snapshot).
+    revision: int = field(default=0, compare=False)
+    changes: Changes | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(
