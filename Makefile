@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-cache bench-burst clean
+.PHONY: run test unit e2e cluster cluster-down bench bench-victims bench-cache bench-burst clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -39,6 +39,10 @@ cluster-down: $(STAMP)
 ## Latency of each verb on a 500-node, 10,000-pod cluster (see docs/benchmarks.md).
 bench: $(STAMP)
 	$(PY) bench/verbs.py 2>/dev/null
+
+## Victim choice: greedy orders alone vs with the exact search (docs/benchmarks.md).
+bench-victims: $(STAMP)
+	$(PY) bench/victims.py
 
 ## The live cache at 150,000 pods, against the previous commit (~10 min; docs/benchmarks-cache.md).
 bench-cache: $(STAMP)
