@@ -102,8 +102,8 @@ def cheapest(
             after = tuple(l - n * kept for l, n in zip(left, c.needs))
             if any(a < 0 for a in after):
                 continue  # more of this class must go
-            more = bound.evict(c, c.pods[kept:]) if j else bound
-            low = more.key(evicted, c.pods[kept:], budgets_of) if overlapping and j else more.low
+            more = bound.evict(c, c.pods[kept:], evicted, budgets_of if overlapping else None) if j else bound
+            low = more.low
             if low > best[0][: len(low)]:
                 break  # more victims of this class only cost more
             if low == best[0][: len(low)] and not fits(i + 1, after):
@@ -166,8 +166,7 @@ def improve(
 @dataclass(frozen=True, slots=True)
 class _Bound:
     """The first seven criteria of ranking's key for the victims chosen so far (the start of
-    the most important victims is known only for a whole set). Violations are exact while no
-    pod is covered by two budgets; otherwise ``key`` counts them over the set."""
+    the most important victims is known only for a whole set)."""
 
     low: tuple
     covered: tuple[tuple[str, int], ...]  # budget key -> victims it covers so far
@@ -176,14 +175,18 @@ class _Bound:
     def empty(cls) -> "_Bound":
         return cls((0, 0, float("-inf"), 0, 0, 0, 0), ())
 
-    def evict(self, c: _Class, pods: Sequence[Pod]) -> "_Bound":
+    def evict(self, c: _Class, pods: Sequence[Pod], before: Sequence[Pod], overlapping: BudgetsOf | None) -> "_Bound":
+        """The bound with ``pods`` (of class ``c``) evicted after ``before``. Violations add up
+        per budget while no pod is covered by two; otherwise (``overlapping`` is the budget
+        lookup) they are counted over the whole set, in upstream's order."""
         opted, violations, top, g, b, total, count = self.low
         covered = dict(self.covered)
         for budget, allowed in zip(c.budgets, c.allowed):
-            before = covered.get(budget, 0)
-            after = before + len(pods)
-            violations += max(0, after - allowed) - max(0, before - allowed)
-            covered[budget] = after
+            was = covered.get(budget, 0)
+            covered[budget] = was + len(pods)
+            violations += max(0, was + len(pods) - allowed) - max(0, was - allowed)
+        if overlapping is not None:
+            violations = count_violations(sorted((*before, *pods), key=importance), overlapping).count
         for p in pods:
             top = max(top, p.priority)
             g += p.qos == QoS.GUARANTEED
@@ -193,10 +196,6 @@ class _Bound:
             (opted + c.opted_out * len(pods), violations, top, g, b, total, count + len(pods)),
             tuple(covered.items()),
         )
-
-    def key(self, evicted: Sequence[Pod], more: Sequence[Pod], budgets_of: BudgetsOf) -> tuple:
-        exact = count_violations(sorted((*evicted, *more), key=importance), budgets_of).count
-        return (self.low[0], exact, *self.low[2:])
 
 
 def _classes(live, budget_sets, checked, opted_out, budgets_of, *, alike: bool) -> list[_Class]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from policy import exact, ranking
@@ -66,6 +66,13 @@ pods_on_a_node = st.lists(
 
 @settings(max_examples=1500, deadline=None)
 @given(running=pods_on_a_node, allowed=st.tuples(st.integers(0, 2), st.integers(0, 2)), room=st.tuples(st.integers(0, 14), st.integers(0, 8)))
+# Overlapping budgets: a branch that keeps a pod must keep the exact violation count of the
+# victims so far (a per-budget sum over-counts pods covered twice and pruned the cheapest set).
+@example(
+    running=[(0, 0, 0, G, 0, "a", 0), (0, 2, 0, G, 0, "a", 2), (1, 1, 0, B, 0, "ab", 2), (0, 0, 1, G, 0, "a", 2),
+             (0, 1, 0, G, 0, "a", 1), (1, 0, 1, G, 0, "ab", 1)],
+    allowed=(0, 0), room=(3, 0),
+)
 def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room):
     pods = [
         pod(
