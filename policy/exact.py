@@ -131,35 +131,40 @@ def improve(
     Returns the cheapest set found if strictly cheaper than ``key``; else None."""
     needs = {p.uid: tuple(p.requests.get(r, 0) for r in checked) for p in live}
     limit = tuple(room[r] for r in checked)
-    named = [p for p in leaving]
+
+    def fits(used) -> bool:
+        return all(u <= l for u, l in zip(used, limit))
+
+    def plus(used, uid, sign=1):
+        return tuple(u + sign * n for u, n in zip(used, needs[uid]))
+
     current = {p.uid for p in victims if not p.terminating}
+    kept_use = tuple(0 for _ in checked)
+    for p in live:
+        if p.uid not in current:
+            kept_use = plus(kept_use, p.uid)
     best: Found | None = None
     for pod in sorted((p for p in live if p.uid in current), key=importance):
-        kept = [p for p in live if p.uid not in current or p is pod]
-        used = [sum(needs[p.uid][i] for p in kept) for i in range(len(checked))]
-        taken: list[Pod] = []
-        for other in reversed(kept):  # least important first
-            if all(u <= l for u, l in zip(used, limit)):
+        used, taken = plus(kept_use, pod.uid), []
+        for other in reversed(live):  # least important first
+            if fits(used):
                 break
-            if other is pod:
-                continue
-            taken.append(other)
-            used = [u - n for u, n in zip(used, needs[other.uid])]
-        if not all(u <= l for u, l in zip(used, limit)):
+            if other.uid not in current:
+                taken.append(other)
+                used = plus(used, other.uid, -1)
+        if not fits(used):
             continue
-        for other in sorted(taken, key=importance):  # give back what is not needed
-            back = [u + n for u, n in zip(used, needs[other.uid])]
-            if all(u <= l for u, l in zip(back, limit)):
+        for other in reversed(taken):  # give back what is not needed, most important first
+            if fits(back := plus(used, other.uid)):
                 used = back
                 taken.remove(other)
         candidate = {p.uid for p in taken} | (current - {pod.uid})
-        evicted = [p for p in live if p.uid in candidate]
-        chosen = tuple(sorted((*named, *evicted), key=importance))
+        chosen = tuple(sorted((*leaving, *(p for p in live if p.uid in candidate)), key=importance))
         violations = count_violations(chosen, budgets_of)
-        found_key = ranking.cost(chosen, violations, sum(p.uid in opted_out for p in evicted)).key
+        found_key = ranking.cost(chosen, violations, len(candidate & opted_out)).key
         if found_key < (best.key if best else key):
             best = Found(chosen, violations, found_key)
-            current = candidate
+            current, kept_use = candidate, used
     return best
 
 
