@@ -200,7 +200,7 @@ def test_the_generator_is_deterministic_and_makes_what_it_promises():
 @pytest.mark.xfail(
     strict=True,
     reason="finding (issue 10): summed over a replay, reprieve violates more PDBs than stock on some "
-    "generated workloads, e.g. --generate 16 --seed 2 (stock 3, reprieve 5): its violation-free choices "
+    "generated workloads, e.g. `reprieve simulate --generate 16 --seed 9` (stock 5, reprieve 7): its violation-free choices "
     "spend budget allowance that stock's left for later. Remove this mark once it holds.",
 )
 @settings(max_examples=40, deadline=None)
