@@ -31,7 +31,7 @@ from extender.commands import simulate
 from extender.state import snapshot
 from policy import replay
 from tests.e2e import burst
-from tests.e2e.client import Kube, wait_for
+from tests.e2e.client import Kube
 from tests.e2e.scenario import REPRIEVE, STOCK, Scenario
 
 WORKLOAD = Path(__file__).resolve().parents[2] / "examples" / "workload"
