@@ -106,7 +106,8 @@ def render(report: dict) -> str:
     else:
         what = f"{source['snapshot']} + {source['pods']}"
     lines = [
-        f"{what}: {load['nodes']} nodes, {load['bound_pods']} bound pods, {load['budgets']} PDBs, "
+        what,
+        f"{load['nodes']} nodes, {load['bound_pods']} bound pods, {load['budgets']} PDBs, "
         f"{load['pending_pods']} pending pods, replacements {'on' if source['replace'] else 'off'}",
         "",
         f"{'':<24}{'stock':>10}{'reprieve':>10}{'difference':>12}",

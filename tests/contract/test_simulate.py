@@ -93,6 +93,13 @@ def test_replacements_show_in_the_steps(capsys):
         assert len(steps) == doc["workload"]["pending_pods"] + len(replacements)
 
 
+@pytest.mark.parametrize("args", [WORKLOAD, ("--generate", "40", "--seed", "123456789", "--replace")])
+def test_table_fits_80_columns(capsys, args):
+    code, out, _ = run(capsys, *args)
+    assert code == 0
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+
+
 def _pasted(text: str, command: str) -> str:
     after = text.split(f"$ {command}\n", 1)[1]
     return after.split("\n```\n", 1)[0] + "\n"
