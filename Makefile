@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-victims bench-cache bench-burst clean
+.PHONY: run test unit e2e cluster cluster-down bench bench-victims bench-cache bench-burst bench-quality clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -51,6 +51,10 @@ bench-cache: $(STAMP)
 ## Bursts of preemptions through real kube-schedulers, stock and reprieve interleaved (~2 min; needs port 8888).
 bench-burst: $(STAMP)
 	$(PY) bench/burst.py
+
+## Decision quality against stock: `reprieve simulate` on the shipped and a generated workload (docs/quality.md).
+bench-quality: $(STAMP)
+	$(PY) bench/quality.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
