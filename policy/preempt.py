@@ -167,7 +167,7 @@ def _floor(
     """policy.bounds' floor for a node _evaluate would run select_victims on as the view shows
     it, else None (unknown, kept scheduler victims, or changed by answers in flight)."""
     node = view.nodes.get(name)
-    if node is None or _outranking(in_flight, name, preemptor) or _unmodelled(preemptor, node):
+    if node is None or _outranking(in_flight, name, preemptor) or _unmodelled(view, preemptor, node):
         return None
     pods = view.pods
     if any(uid not in pods or pods[uid].node_name != name for uid in proposal.uids):
@@ -298,7 +298,7 @@ def _evaluate(
     budgets = view.budgets_covering
     proposed = [on_node[uid] for uid in proposal.uids]
     promised = _promised(in_flight, name, preemptor)
-    unmodelled = _unmodelled(preemptor, node)
+    unmodelled = _unmodelled(view, preemptor, node)
     if unmodelled:
         # The scheduler's victims are kept; those promised to an earlier answer free nothing:
         # their room is already another preemptor's.
@@ -423,13 +423,18 @@ def _as_it_will_be(
     return node, reservations
 
 
-def _unmodelled(preemptor: Pod, node: NodeInfo) -> str:
+def _unmodelled(view: ClusterView, preemptor: Pod, node: NodeInfo) -> str:
     if preemptor.unmodelled:
         return f"the pod uses {', '.join(preemptor.unmodelled)}, which reprieve does not model"
-    blockers = [p.key for p in node.pods if POD_ANTI_AFFINITY in p.unmodelled]
+    blockers = view.summary(("anti-affinity",), _anti_affinity)(node.name)
     if blockers:
-        return f"{', '.join(sorted(blockers))} on the node have required anti-affinity"
+        return f"{', '.join(blockers)} on the node have required anti-affinity"
     return ""
+
+
+def _anti_affinity(node: NodeInfo, _: tuple) -> tuple[str, ...]:
+    """The pods on the node with required anti-affinity, sorted (kept with the view)."""
+    return tuple(sorted(p.key for p in node.pods if POD_ANTI_AFFINITY in p.unmodelled))
 
 
 def _keep_scheduler_victims(
