@@ -148,6 +148,8 @@ def test_fast_path_answers_as_solving_every_node(
             assert quick == slow
             continue
         # Not solved: it lost, and is dearer than the node offered (or cannot make room at all).
-        assert winner is not None and slow.verdict is not Verdict.CHOSEN
+        assert slow.verdict is not Verdict.CHOSEN
+        if winner is None:
+            continue  # nothing offered: the pod waits for pods already terminating somewhere
         assert slow.cost is None or slow.cost.key > winner.cost.key
         assert quick.reasons[0].startswith(f"not solved: cannot beat {winner.node}: ")
