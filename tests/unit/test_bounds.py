@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy import bounds, ranking
+from policy import bounds, ranking, tenancy
 from policy.causes import Cause
-from policy.model import InFlight
+from policy.model import InFlight, PriorityClass
 from policy.preempt import Proposal, Verdict, decide
 from policy.victims import VictimSelection, select_victims
 from tests.builders import node, pdb, pod, view
@@ -20,9 +20,13 @@ def _pods(running, on: str, *, prefix: str = ""):
         pod(
             f"{prefix}p{i}", node=on, priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
             labels={"app": "a" if budgeted else "b" if i % 3 == 0 else f"x{i}"}, terminating=term == 0,
+            pc="optout" if i % 4 == 1 else "",
         )
         for i, (prio, cpu, qos, start, budgeted, term) in enumerate(running)
     ]
+
+
+OPT_OUT = PriorityClass("optout", 0, annotations={tenancy.OPT_OUT_ANNOTATION: "false"})
 
 
 def _budgets(allowed: int, other: int):
@@ -113,9 +117,10 @@ def test_a_node_that_cannot_win_is_outranked_unsolved_with_its_bound():
     proposed=st.lists(st.sets(st.integers(0, 8), max_size=3), min_size=5, max_size=5),
     unknown=st.integers(0, 5),
     flying=st.integers(0, 5),
+    with_rules=st.booleans(),
 )
 def test_fast_path_answers_as_solving_every_node(
-    nodes, allowed, other, need, preemptor_priority, held, proposed, unknown, flying
+    nodes, allowed, other, need, preemptor_priority, held, proposed, unknown, flying, with_rules
 ):
     names = [f"n{i}" for i in range(len(nodes))]
     pods = []
@@ -124,8 +129,13 @@ def test_fast_path_answers_as_solving_every_node(
     for name, cpu in zip(names, held):
         if cpu:
             pods.append(pod(f"held-{name}", cpu=cpu, priority=preemptor_priority, nominated=name))
-    v = view([node(n, cpu=12, pods=10) for n in names], pods, _budgets(allowed, other))
+    v = view([node(n, cpu=12, pods=10) for n in names], pods, _budgets(allowed, other), [OPT_OUT])
     preemptor = pod("pre", cpu=need, priority=preemptor_priority)
+    # With rules, pods of the opted-out class are a last resort and pods of the preemptor's
+    # own application ("b") are protected: both only make victims dearer than the floor.
+    rules = tenancy.Rules(application_label="app") if with_rules else None
+    if with_rules:
+        preemptor = pod("pre", cpu=need, priority=preemptor_priority, labels={"app": "b"})
     proposals = {}
     for i, name in enumerate(names):
         on = [p for p in v.nodes[name].pods if p.priority < preemptor_priority]
@@ -138,8 +148,8 @@ def test_fast_path_answers_as_solving_every_node(
         earlier = pod("earlier", cpu=1, priority=preemptor_priority + 1)
         in_flight.append(InFlight(earlier, names[flying], v.nodes[names[flying]].pods[:1]))
 
-    full = decide(view=v, preemptor=preemptor, proposals=proposals, in_flight=in_flight, exhaustive=True)
-    fast = decide(view=v, preemptor=preemptor, proposals=proposals, in_flight=in_flight)
+    full = decide(view=v, preemptor=preemptor, proposals=proposals, rules=rules, in_flight=in_flight, exhaustive=True)
+    fast = decide(view=v, preemptor=preemptor, proposals=proposals, rules=rules, in_flight=in_flight)
     assert (fast.answer, fast.reasons, fast.refusal) == (full.answer, full.reasons, full.refusal)
     winner = next((o for o in full.outcomes if o.verdict is Verdict.CHOSEN), None)
     for quick, slow in zip(fast.outcomes, full.outcomes):
