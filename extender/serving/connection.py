@@ -16,6 +16,7 @@ import logging
 import ssl
 from concurrent.futures import Executor
 from dataclasses import dataclass
+from http import HTTPStatus
 
 import h11
 
@@ -133,7 +134,7 @@ class Connection:
                 request = await self._head()
                 body = await self._body(request)
             except h11.RemoteProtocolError as exc:
-                await self._refuse(exc.error_status_hint, f"malformed HTTP: {exc}", "malformed HTTP")
+                await self._refuse(exc.error_status_hint, f"malformed HTTP: {str(exc)[:200]}", "malformed HTTP")
             path = self.path
             if self.listener.paths is not None and path not in self.listener.paths:
                 self.server.count(path, 404)
@@ -206,9 +207,7 @@ class Connection:
             client=self.writer.get_extra_info("peername"),
         )
         status, headers, payload = await self.loop.run_in_executor(self.server.pool, wsgi.call, self.server.app, env)
-        if request.method == b"HEAD":
-            payload = b""
-        await self._send(status, headers, payload)
+        await self._send(status, headers, payload, head=request.method == b"HEAD")
 
     async def _refuse(self, status: int, message: str, reason: str) -> None:
         """Answer a request the server cannot take, then close: raises Closed."""
@@ -220,13 +219,15 @@ class Connection:
                 pass
         raise Closed(reason)
 
-    async def _send(self, status: int, headers: list, payload: bytes, *, close: bool = False) -> None:
-        framing = {b"content-length", b"transfer-encoding", b"connection"}
-        headers = [(k, v) for k, v in headers if (k.encode() if isinstance(k, str) else k).lower() not in framing]
-        headers.append(("Content-Length", str(len(payload))))
+    async def _send(self, status: int, headers: list, payload: bytes, *, close: bool = False, head: bool = False) -> None:
+        framing = {"content-length", "transfer-encoding", "connection"}
+        headers = [(k, v) for k, v in headers if k.lower() not in framing]
+        headers.append(("Content-Length", str(len(payload))))  # for HEAD, what GET would send
+        payload = b"" if head else payload
         if close or self.server.closing:
             headers.append(("Connection", "close"))
-        data = self.h11.send(h11.Response(status_code=status, headers=headers))
+        reason = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else ""
+        data = self.h11.send(h11.Response(status_code=status, headers=headers, reason=reason))
         data += self.h11.send(h11.Data(data=payload)) if payload else b""
         data += self.h11.send(h11.EndOfMessage())
         self.writer.write(data)
