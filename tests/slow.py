@@ -24,6 +24,7 @@ class SlowClients:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self.closed_by_server = 0
+        self._missing: list[bool] = []  # connections to open again (trickle or not)
         self._thread = threading.Thread(target=self._run, name="slow-clients", daemon=True)
 
     @property
@@ -57,14 +58,22 @@ class SlowClients:
         while not self._stop.is_set():
             with self._lock:
                 socks = list(self._socks)
-            readable, _, _ = select.select(socks, [], [], 0.1) if socks else ([], [], [])
+            if not socks:
+                self._stop.wait(0.1)
+            readable = select.select(socks, [], [], 0.1)[0] if socks else []
             for s in readable:  # the server answered (408) or closed: either way, it let go
                 with self._lock:
                     trickle = self._socks.pop(s) >= 0
                 s.close()
                 self.closed_by_server += 1
-                if self.reconnect and not self._stop.is_set():
+                if self.reconnect:
+                    self._missing.append(trickle)
+            for trickle in list(self._missing):
+                try:
                     self._connect(trickle=trickle)
+                    self._missing.remove(trickle)
+                except OSError:
+                    break  # refused (a limit): again on the next round
             if time.monotonic() >= next_byte:
                 next_byte += 1
                 with self._lock:
