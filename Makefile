@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-cache bench-burst clean
+.PHONY: run test unit e2e cluster cluster-down bench bench-cache bench-burst bench-slow clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -47,6 +47,10 @@ bench-cache: $(STAMP)
 ## Bursts of preemptions through real kube-schedulers, stock and reprieve interleaved (~2 min; needs port 8888).
 bench-burst: $(STAMP)
 	$(PY) bench/burst.py
+
+## Latency of normal requests with 0 and 50 slow connections hanging on a served reprieve (~1 min; docs/serving.md).
+bench-slow: $(STAMP)
+	$(PY) bench/slow_clients.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -169,7 +169,10 @@ class Connection:
 
     async def _body(self, request: h11.Request) -> bytes:
         limit = self.settings.max_body_bytes
-        declared = dict(request.headers).get(b"content-length")
+        headers = dict(request.headers)
+        if b"transfer-encoding" in headers and b"content-length" in headers:  # RFC 9112 6.1: smuggling
+            await self._refuse(400, "malformed HTTP: both Transfer-Encoding and Content-Length", "malformed HTTP")
+        declared = headers.get(b"content-length")
         if declared is not None and int(declared) > limit:  # h11 has checked it is a number
             await self._refuse(413, f"413 Request Entity Too Large: the body is {int(declared)} bytes, more than {limit}", "body too large")
         if self.h11.they_are_waiting_for_100_continue:

@@ -107,6 +107,7 @@ def test_bad_framing_and_oversized_bodies_are_answered_before_the_app(tmp_path):
             b"POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n": 400,
             b"POST /preempt HTTP/1.1\r\nHost: x\r\nContent-Length: 999999999999\r\n\r\n": 413,
             b"NOT HTTP\r\n\r\n": 400,
+            b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n": 400,
         }
         for request, status in cases.items():
             with socket.create_connection(("127.0.0.1", served.port)) as sock:
