@@ -59,7 +59,11 @@ class Connections:
         self.all_closed.set()
 
     async def serve(self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        client = writer.get_extra_info("peername")[0]
+        peer = writer.get_extra_info("peername")
+        if not peer:  # gone before we looked
+            writer.transport.abort()
+            return
+        client = peer[0]
         refused = self.admission.admit(client)
         if refused or self.closing:
             self.metrics.dropped.labels(refused or "shutting down").inc()
@@ -79,6 +83,8 @@ class Connections:
                 self.metrics.dropped.labels(closed.reason).inc()
         except (ConnectionError, OSError, ssl.SSLError):
             pass  # the client went away mid-write
+        except Exception:  # a bug: drop this connection, keep serving the others
+            log.exception("connection from %s failed", client)
         finally:
             await _close(writer, graceful=graceful, timeout=self.settings.body_timeout)
             gauge.dec()
@@ -176,7 +182,7 @@ class Connection:
         if declared is not None and int(declared) > limit:  # h11 has checked it is a number
             await self._refuse(413, f"413 Request Entity Too Large: the body is {int(declared)} bytes, more than {limit}", "body too large")
         if self.h11.they_are_waiting_for_100_continue:
-            self.writer.write(self.h11.send(h11.InformationalResponse(status_code=100, headers=[])))
+            self.writer.write(self.h11.send(h11.InformationalResponse(status_code=100, headers=[], reason="Continue")))
         deadline = self.loop.time() + self.settings.body_timeout
         chunks, size = [], 0
         while True:
