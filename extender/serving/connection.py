@@ -64,9 +64,9 @@ class Connections:
             writer.transport.abort()
             return
         client = peer[0]
-        refused = self.admission.admit(client)
-        if refused or self.closing:
-            self.metrics.dropped.labels(refused or "shutting down").inc()
+        refused = "shutting down" if self.closing else self.admission.admit(client)
+        if refused:
+            self.metrics.dropped.labels(refused).inc()
             writer.transport.abort()
             return
         connection = Connection(self, listener, reader, writer)
