@@ -170,6 +170,8 @@ class Metrics:
             self.pdb_violations.labels(source)
         for reason in DROP_REASONS:
             self.dropped.labels(reason)
+        for result in ("ok", "failed"):
+            self.tls_reloads.labels(result)
 
     def serving(self, *, mode: str, ready: Callable[[], bool]) -> None:
         """Called once by the app: the mode it runs in and how to tell whether it is ready."""
