@@ -104,6 +104,7 @@ def _serving_flags(serve: argparse.ArgumentParser) -> None:
         ("--body-timeout", "body_timeout", "seconds from the end of a request's headers to the end of its body, and to send the answer"),
         ("--max-connections", "max_connections", "connections open at once, all clients together"),
         ("--max-connections-per-client", "max_connections_per_client", "connections open at once from one IP address"),
+        ("--max-buffered-bytes", "max_buffered_bytes", "bytes of request bodies being received at once, all connections together"),
         ("--shutdown-delay", "shutdown_delay", "seconds after SIGTERM during which /readyz fails but requests are still answered"),
     ):
         default = getattr(Settings, field)
@@ -176,7 +177,7 @@ def _serve(args: argparse.Namespace) -> int:
     from extender.serving.metrics import Metrics
     from extender.serving.server import Server
 
-    for flag in ("threads", "header_timeout", "body_timeout", "max_connections", "max_connections_per_client"):
+    for flag in ("threads", "header_timeout", "body_timeout", "max_connections", "max_connections_per_client", "max_buffered_bytes"):
         if getattr(args, flag) <= 0:
             raise ConfigError(f"--{flag.replace('_', '-')} must be positive, not {getattr(args, flag)}")
     if args.shutdown_delay < 0:
@@ -199,6 +200,7 @@ def _serve(args: argparse.Namespace) -> int:
         body_timeout=args.body_timeout,
         max_connections=args.max_connections,
         max_connections_per_client=args.max_connections_per_client,
+        max_buffered_bytes=args.max_buffered_bytes,
         shutdown_delay=args.shutdown_delay,
         plain_bind=args.plain_bind,
         tls_cert_file=args.tls_cert_file,

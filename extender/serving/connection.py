@@ -55,6 +55,7 @@ class Connections:
         self.admission = Admission(total=settings.max_connections, per_client=settings.max_connections_per_client)
         self.open: set[Connection] = set()
         self.closing = False  # shutting down: answer what is in flight, then close
+        self.buffered = 0  # bytes of request bodies held, over all connections
         self.all_closed = asyncio.Event()
         self.all_closed.set()
 
@@ -86,6 +87,7 @@ class Connections:
         except Exception:  # a bug: drop this connection, keep serving the others
             log.exception("connection from %s failed", client)
         finally:
+            connection.release()
             await _close(writer, graceful=graceful, timeout=self.settings.body_timeout)
             gauge.dec()
             self.admission.release(client)
@@ -126,6 +128,7 @@ class Connection:
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD)
         self.idle = True  # no request begun: shutdown may close it
         self.path = ""  # of the request being read or answered
+        self.held = 0  # bytes of its body counted in server.buffered
         self.loop = asyncio.get_running_loop()
 
     async def run(self) -> None:
@@ -149,8 +152,13 @@ class Connection:
                 await self._answer(request, body)
             if self.h11.our_state is h11.MUST_CLOSE or self.server.closing:
                 raise Closed()
+            self.release()
             self.h11.start_next_cycle()
             self.idle, self.path = True, ""
+
+    def release(self) -> None:
+        self.server.buffered -= self.held
+        self.held = 0
 
     async def _head(self) -> h11.Request:
         deadline = None
@@ -193,6 +201,11 @@ class Connection:
                 size += len(event.data)
                 if size > limit:
                     await self._refuse(413, f"413 Request Entity Too Large: the body is more than {limit} bytes", "body too large")
+                if self.server.buffered + len(event.data) > self.settings.max_buffered_bytes:
+                    message = f"503 Service Unavailable: request bodies being received exceed {self.settings.max_buffered_bytes} bytes"
+                    await self._refuse(503, message, "buffer limit")
+                self.server.buffered += len(event.data)
+                self.held += len(event.data)
                 chunks.append(event.data)
             elif isinstance(event, h11.EndOfMessage):
                 return b"".join(chunks)

@@ -66,6 +66,7 @@ DROP_REASONS = (
     "response timeout",
     "malformed HTTP",
     "body too large",
+    "buffer limit",
 )
 
 

@@ -143,3 +143,23 @@ def test_requests_in_flight_at_sigterm_finish_and_readyz_fails_at_once(tmp_path)
         assert (200, payload) == expected
         assert served.proc.wait(timeout=10) == 0
         assert '"msg":"stopped"' in served.output()
+
+
+def test_bodies_being_received_share_one_memory_budget(tmp_path):
+    # Each body is far below the size limit, but two at once exceed --max-buffered-bytes: the
+    # one that crosses it is refused with 503; the other is received and answered.
+    with serve(tmp_path, "--max-buffered-bytes", "100000") as served:
+        head = b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 80000\r\n\r\n"
+        first = socket.create_connection(("127.0.0.1", served.port))
+        first.sendall(head + b" " * 60000)
+        time.sleep(0.5)
+        second = socket.create_connection(("127.0.0.1", served.port))
+        second.sendall(head + b" " * 60000)
+        answer = read_all(second, timeout=5)
+        assert answer.startswith(b"HTTP/1.1 503 "), answer
+        first.sendall(b" " * 20000)
+        first.settimeout(5)
+        assert first.recv(100).startswith(b"HTTP/1.1 400 "), "received whole: the app found no Pod in it"
+        assert metric(served.base, "reprieve_connections_dropped_total", reason="buffer limit") == 1
+        for s in (first, second):
+            s.close()
