@@ -55,6 +55,21 @@ PRIORITY_BANDS = (
 )
 
 
+# reprieve_connections_dropped_total{reason} (extender.serving.connection, admission).
+DROP_REASONS = (
+    "per-client limit",
+    "connection limit",
+    "shutting down",
+    "TLS handshake",
+    "header timeout",
+    "body timeout",
+    "response timeout",
+    "malformed HTTP",
+    "body too large",
+    "buffer limit",
+)
+
+
 def priority_band(priority: int) -> str:
     return next((band for band, top in PRIORITY_BANDS if priority <= top), PRIORITY_BANDS[-1][0])
 
@@ -128,6 +143,18 @@ class Metrics:
             "reprieve_cache_publish_seconds", "Time to build a new immutable view.", buckets=_BUCKETS, registry=r
         )
 
+        # The server (extender.serving.server, docs/serving.md).
+        self.connections = Gauge("reprieve_connections", "Client connections open, by listener (verbs, probes).", ["listener"], registry=r)
+        self.dropped = Counter(
+            "reprieve_connections_dropped",
+            "Connections the server refused or closed early, by reason (a limit, a timeout, a failed TLS handshake, malformed HTTP).",
+            ["reason"],
+            registry=r,
+        )
+        self.tls_reloads = Counter(
+            "reprieve_tls_reloads", "Serving certificate reloads after its files changed, by result (ok, failed).", ["result"], registry=r
+        )
+
         # Every series an alert or dashboard reads exists from the start, at 0, so that rate()
         # and increase() see the first event.
         for verb in VERBS:
@@ -142,6 +169,10 @@ class Metrics:
                 self.decisions.labels("preempt", "refused", refusal.value)
         for source in ("scheduler", "reprieve"):
             self.pdb_violations.labels(source)
+        for reason in DROP_REASONS:
+            self.dropped.labels(reason)
+        for result in ("ok", "failed"):
+            self.tls_reloads.labels(result)
 
     def serving(self, *, mode: str, ready: Callable[[], bool]) -> None:
         """Called once by the app: the mode it runs in and how to tell whether it is ready."""
