@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-victims bench-cache bench-burst bench-quality bench-slow clean
+.PHONY: run test unit e2e cluster cluster-down bench bench-scale bench-victims bench-cache bench-burst bench-quality bench-slow clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -36,9 +36,13 @@ cluster: $(STAMP)
 cluster-down: $(STAMP)
 	$(PY) -m tests.e2e.controlplane down
 
-## Latency of each verb on a 500-node, 10,000-pod cluster (see docs/benchmarks.md).
+## Latency of each verb on a 500-node, 10,000-pod cluster, beside the JSON floor (see docs/benchmarks.md).
 bench: $(STAMP)
 	$(PY) bench/verbs.py 2>/dev/null
+
+## The same at 5,000 nodes / 150,000 pods / 500 preempt candidates (~5 min; BASELINE=rev adds a side-by-side run).
+bench-scale: $(STAMP)
+	$(PY) bench/verbs.py --nodes 5000 --pods 150000 --candidates 500 --rounds 50 $(if $(BASELINE),--baseline $(BASELINE)) 2>/dev/null
 
 ## Victim choice: greedy orders alone vs with the exact search (docs/benchmarks.md).
 bench-victims: $(STAMP)

@@ -1,34 +1,51 @@
-"""In-process latency of each verb on a large synthetic cluster.
+"""In-process latency of each verb on a large synthetic cluster, beside the floor.
 
-    python bench/verbs.py [--nodes 500] [--pods 10000] [--rounds 300]
+    python bench/verbs.py [--nodes 500] [--pods 10000] [--candidates 100] [--rounds 300]
+                          [--baseline REV]
 
 Builds a snapshot-sized cluster (nodes of 32 cpu / 128Gi, pods of mixed priority, QoS and
 PDB coverage, some nominated pods), then times complete requests through the Flask app
 (body parsing, policy, serialisation) with the app's test client: filter and prioritize
-over every node (nodeCacheCapable: true), preempt over 100 candidate nodes with 3 proposed
-victims each; then preempt again under a multi-tenant policy (5 weighted queues with
-guarantees, by namespace), and the cost of assessing queue usage once per new view (what a
-live cluster pays after each publication that a preempt call reads). Prints a Markdown table of
-p50/p99/max in milliseconds.
+over every node (nodeCacheCapable: true) and over 500 of them, preempt over ``--candidates``
+candidate nodes with 3 proposed victims each; then preempt again under a multi-tenant policy
+(5 weighted queues with guarantees, by namespace), and queue assessment: from scratch (what
+a view costs without the live store's change log) and updated from the previous view's after
+10 pods changed (extender.state.standings with the live store). Beside each request, the
+floor: ``orjson`` parsing the same body and writing a fixed answer (filter echoes the names,
+prioritize answers ``[]``, preempt echoes one node), what any extender in Python pays for the
+JSON alone; the ratio is the verb's p50 over the floor's.
+
+With ``--baseline REV`` the same measurements also run on ``git archive REV`` (extracted to a
+temporary directory), each tree in its own process, and the table shows both with the ratio.
+Prints a Markdown table of p50/p99 in milliseconds.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
+import os
 import platform
 import random
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
-import orjson
+HERE = Path(__file__).resolve()
+sys.path.insert(0, os.environ.get("REPRIEVE_TREE", str(HERE.parent.parent)))
 
-from extender.serving.app import create_app
-from extender.state.source import StaticCluster
-from extender.config import Settings
-from extender.policy_file import parse as parse_policy
-from extender.state.snapshot import from_documents
-from policy import tenancy
+import orjson  # noqa: E402
+
+from extender.config import Settings  # noqa: E402
+from extender.policy_file import parse as parse_policy  # noqa: E402
+from extender.serving.app import create_app  # noqa: E402
+from extender.state.snapshot import from_documents  # noqa: E402
+from extender.state.source import StaticCluster  # noqa: E402
+from policy import tenancy  # noqa: E402
 
 PRIORITIES = [0, 100, 1000, 10000]
 
@@ -101,23 +118,42 @@ def timed(client, path: str, body: bytes, rounds: int) -> list[float]:
     return samples
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--nodes", type=int, default=500)
-    parser.add_argument("--pods", type=int, default=10_000)
-    parser.add_argument("--rounds", type=int, default=300)
-    parser.add_argument("--freeze", action=argparse.BooleanOptionalAction, default=True)
-    args = parser.parse_args()
+def floor(path: str, body: bytes, rounds: int) -> list[float]:
+    """orjson in, a fixed answer out: the JSON cost alone."""
+    samples = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        args = orjson.loads(body)
+        if path == "/filter":
+            answer = {"Nodes": None, "NodeNames": args["NodeNames"], "FailedNodes": {}, "FailedAndUnresolvableNodes": {}, "Error": ""}
+        elif path == "/prioritize":
+            answer = []
+        else:
+            first = next(iter(args["NodeNameToMetaVictims"].items()))
+            answer = {"NodeNameToMetaVictims": dict([first])}
+        orjson.dumps(answer)
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def stats(samples: list[float]) -> dict:
+    samples = sorted(samples)
+    return {"p50": statistics.median(samples), "p99": samples[min(len(samples) - 1, int(len(samples) * 0.99))]}
+
+
+def measure(args: argparse.Namespace) -> dict:
     rng = random.Random(7)
     view = from_documents(cluster(args.nodes, args.pods, rng), source="bench")
     client = create_app(Settings(), cluster=StaticCluster(view)).test_client()
     if args.freeze:
         gc.freeze()
     names = sorted(view.nodes)
-    filter_body = orjson.dumps({"Pod": preemptor("2"), "Nodes": None, "NodeNames": names})
-    # 100 candidates with 3 proposed victims each: the lowest-priority pods on the node.
+    pod = preemptor("2")
+    filter_body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
+    few_body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names[:500]})
+    # Candidates with 3 proposed victims each: the lowest-priority pods on the node.
     meta = {}
-    for name in names[:100]:
+    for name in names[: args.candidates]:
         low = sorted(view.nodes[name].pods, key=lambda p: p.priority)[:3]
         meta[name] = {"Pods": [{"UID": p.uid} for p in low], "NumPDBViolations": 0}
     preempt_body = orjson.dumps({"Pod": preemptor("24"), "NodeNameToVictims": None, "NodeNameToMetaVictims": meta})
@@ -132,34 +168,133 @@ def main() -> None:
     )
     with_policy = create_app(Settings(), cluster=StaticCluster(view), rules=rules).test_client()
 
-    rows = []
-    for verb, body, app in (
-        ("filter", filter_body, client),
-        ("prioritize", filter_body, client),
-        ("preempt", preempt_body, client),
-        ("preempt --policy", preempt_body, with_policy),
-    ):
-        path = "/" + verb.split()[0]
-        timed(app, path, body, 20)  # warm up
-        samples = sorted(timed(app, path, body, args.rounds))
-        p99 = samples[min(len(samples) - 1, int(len(samples) * 0.99))]
-        rows.append((verb, statistics.median(samples), p99, samples[-1]))
-    assess = []
-    for _ in range(max(10, args.rounds // 10)):
-        started = time.perf_counter()
-        tenancy.assess(rules, view)
-        assess.append((time.perf_counter() - started) * 1000)
-    assess.sort()
-    rows.append(("assess queues (once per view)", statistics.median(assess), assess[min(len(assess) - 1, int(len(assess) * 0.99))], assess[-1]))
+    requests = [("filter", f"filter ({len(names)} names)", filter_body, client)]
+    requests.append(("prioritize", f"prioritize ({len(names)} names)", filter_body, client))
+    if len(names) > 500:
+        requests.append(("filter", "filter (500 names)", few_body, client))
+        requests.append(("prioritize", "prioritize (500 names)", few_body, client))
+    requests.append(("preempt", f"preempt ({len(meta)} candidates x 3 victims)", preempt_body, client))
+    requests.append(("preempt", "preempt --policy", preempt_body, with_policy))
+    rows = {}
+    for verb, label, body, app in requests:
+        path = "/" + verb
+        timed(app, path, body, 5)  # warm up (and, for --policy, the view's assessment)
+        rows[label] = {**stats(timed(app, path, body, args.rounds)), "floor": stats(floor(path, body, args.rounds))}
+    rows["assess queues, from scratch"] = stats(_repeat(lambda: tenancy.assess(rules, view), max(5, args.rounds // 5)))
+    updated = _reassessed(view, rules, max(5, args.rounds // 5))
+    if updated is not None:
+        rows["assess queues, updated after 10 pod changes"] = stats(updated)
     answer = orjson.loads(client.post("/preempt", data=preempt_body).data)["NodeNameToMetaVictims"]
-    victims = sum(len(v["Pods"]) for v in answer.values())
+    return {
+        "setup": f"{args.nodes} nodes, {args.pods} pods, {args.rounds} rounds; Python {platform.python_version()} on {platform.machine()}",
+        "answer": answer,
+        "rows": rows,
+    }
 
-    print(f"{args.nodes} nodes, {args.pods} pods, {args.rounds} rounds; Python {platform.python_version()} on {platform.machine()}")
-    print(f"preempt: 100 candidates x 3 proposed victims -> {len(answer)} node(s) offered, {victims} victim(s)\n")
-    print("| verb | p50 ms | p99 ms | max ms |")
-    print("|---|---:|---:|---:|")
-    for verb, p50, p99, worst in rows:
-        print(f"| {verb} | {p50:.2f} | {p99:.2f} | {worst:.2f} |")
+
+def _repeat(work, rounds: int) -> list[float]:
+    samples = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        work()
+        samples.append((time.perf_counter() - started) * 1000)
+    return samples
+
+
+def _reassessed(view, rules, rounds: int) -> list[float] | None:
+    """Standings over two views of the live store, 10 pods apart (None: this tree has no change log)."""
+    import dataclasses
+
+    from extender.live.store import Store
+    from extender.state.standings import Standings
+
+    if not hasattr(tenancy, "reassess"):
+        return None
+    store = Store(("priorityclasses", "nodes", "poddisruptionbudgets", "pods"))
+    store.replace("priorityclasses", {}, "1")
+    store.replace("nodes", {n: info.node for n, info in view.nodes.items()}, "1")
+    store.replace("poddisruptionbudgets", {b.key: b for bs in view.budgets.values() for b in bs}, "1")
+    store.replace("pods", dict(view.pods), "1")
+    before = store.build_view()[2]
+    pods = list(view.pods.values())
+    for i, pod in enumerate(pods[:10]):  # 5 deleted, 5 moved to another node
+        gone = i % 2 == 0
+        store.apply("pods", pod.uid, None if gone else dataclasses.replace(pod, node_name=pods[-1 - i].node_name), "2")
+    after = store.build_view()[2]
+    standings = Standings(rules)
+    first = standings.of(before)
+    changed = after.changes.since(before.revision)
+    return _repeat(lambda: tenancy.reassess(first, before, after, *changed), rounds)
+
+
+def _child(tree: Path, args: argparse.Namespace) -> dict:
+    env = {**os.environ, "REPRIEVE_TREE": str(tree), "PYTHONHASHSEED": "0"}
+    cmd = [sys.executable, str(HERE), "--json", "--nodes", str(args.nodes), "--pods", str(args.pods),
+           "--candidates", str(args.candidates), "--rounds", str(args.rounds)]
+    if not args.freeze:
+        cmd.append("--no-freeze")
+    result = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True, timeout=3600)
+    if result.returncode != 0:
+        sys.stderr.write(result.stderr[-4000:])
+        raise SystemExit(f"measurement failed in {tree}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nodes", type=int, default=500)
+    parser.add_argument("--pods", type=int, default=10_000)
+    parser.add_argument("--candidates", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=300)
+    parser.add_argument("--freeze", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--baseline", help="git revision to compare against (run from its `git archive`)")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.json:
+        print(json.dumps(measure(args)))
+        return
+    if not args.baseline:
+        after = measure(args)
+        print(after["setup"])
+        _answer(after)
+        print("| request | p50 ms | p99 ms | floor p50 ms | p50 / floor |")
+        print("|---|---:|---:|---:|---:|")
+        for label, row in after["rows"].items():
+            print(f"| {label} | {row['p50']:.2f} | {row['p99']:.2f} | {_floor(row)} |")
+        return
+    root = HERE.parent.parent
+    tmp = Path(tempfile.mkdtemp(prefix="reprieve-baseline-"))
+    rev = subprocess.run(["git", "rev-parse", "--short", args.baseline], cwd=root, check=True, capture_output=True, text=True).stdout.strip()
+    archive = subprocess.run(["git", "archive", args.baseline], cwd=root, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
+    # The baseline runs this very script (its own bench may not know every option).
+    before = _child(tmp, args)
+    after = _child(root, args)
+    print(after["setup"])
+    print(f"before: {args.baseline} ({rev}); after: the working tree; one process each, before first")
+    _answer(after, before)
+    print("| request | before p50 | before p99 | after p50 | after p99 | after / before p99 | floor p50 | after p50 / floor |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for label, row in after["rows"].items():
+        old = before["rows"].get(label)
+        if label == "assess queues, updated after 10 pod changes":
+            old = before["rows"].get("assess queues, from scratch")  # what the baseline pays per view
+        was = f"{old['p50']:.2f} | {old['p99']:.2f}" if old else "- | -"
+        ratio = f"{row['p99'] / old['p99']:.2f}" if old else "-"
+        print(f"| {label} | {was} | {row['p50']:.2f} | {row['p99']:.2f} | {ratio} | {_floor(row)} |")
+
+
+def _answer(after: dict, before: dict | None = None) -> None:
+    answer = after["answer"]
+    victims = sum(len(v["Pods"]) for v in answer.values())
+    same = "" if before is None else (", the same answer as before" if before["answer"] == answer else ", ANSWER DIFFERS FROM BEFORE")
+    print(f"preempt -> {len(answer)} node(s) offered, {victims} victim(s){same}\n")
+
+
+def _floor(row: dict) -> str:
+    if "floor" not in row:
+        return "| "
+    return f"{row['floor']['p50']:.3f} | {row['p50'] / row['floor']['p50']:.0f}x"
 
 
 if __name__ == "__main__":

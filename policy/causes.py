@@ -22,6 +22,8 @@ class Cause(str, Enum):
     # reprieve cannot see yet, so reprieve's victims free at least as much as the scheduler's.
     SCHEDULER_SEES_LESS = "scheduler sees less room"
     LEAVING = "pods already leaving"  # the pod fits once terminating pods are gone: nothing to evict
+    # Outranked without being solved: a lower bound on its cost is above the chosen node's (policy.bounds).
+    NOT_SOLVED = "not solved"
 
 
 class Refusal(str, Enum):

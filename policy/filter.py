@@ -45,7 +45,11 @@ def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> F
     passed: list[str] = []
     rejected: dict[str, str] = {}
     request = pod.requests
+    nominated = view.nominated
     for name in node_names:
+        if name not in nominated:  # no room held here (most nodes): the common case, first
+            passed.append(name)
+            continue
         info = view.nodes.get(name)
         if info is None or name == pod.nominated_node_name:
             passed.append(name)

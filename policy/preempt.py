@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from policy import ranking, resources, tenancy
+from policy import bounds, ranking, resources, tenancy
 from policy.causes import Cause, Refusal
 from policy.model import POD_ANTI_AFFINITY, InFlight, Pod
 from policy.resources import Vector
@@ -69,6 +69,7 @@ def decide(
     standing: Standing | None = None,
     in_flight: Sequence[InFlight] = (),
     now: float | None = None,
+    exhaustive: bool = False,
 ) -> PreemptDecision:
     """Re-derive victims on each candidate node, drop hopeless nodes, offer the cheapest one.
 
@@ -110,18 +111,83 @@ def decide(
     if refusal is not Refusal.NONE:
         return PreemptDecision(answer={}, outcomes=(), reasons=(why,), refusal=refusal)
 
-    outcomes: dict[str, NodeOutcome] = {}
-    for name in sorted(proposals):
+    def evaluate(name: str) -> NodeOutcome:
         outcome = _evaluate(view, preemptor, name, proposals[name], screen, in_flight, now)
         if screen is not None and outcome.verdict is Verdict.PASSED_THROUGH:
             # The rules cannot be checked on victims reprieve does not know: not offered.
             outcome = dataclasses.replace(
                 outcome, verdict=Verdict.DROPPED, reasons=(*outcome.reasons, "with a policy, not offered unjudged")
             )
-        outcomes[name] = outcome
+        return outcome
 
+    outcomes = _judge(view, preemptor, proposals, in_flight, evaluate, exhaustive)
     answer, reasons = _offer(proposals, outcomes)
     return PreemptDecision(answer=answer, outcomes=tuple(outcomes.values()), reasons=tuple(reasons))
+
+
+def _judge(
+    view: ClusterView,
+    preemptor: Pod,
+    proposals: Mapping[str, Proposal],
+    in_flight: Sequence[InFlight],
+    evaluate: Callable[[str], NodeOutcome],
+    exhaustive: bool,
+) -> dict[str, NodeOutcome]:
+    """Every candidate's outcome, by name. Nodes with a cheap lower bound on their cost
+    (policy.bounds) are solved best-first, and only while they can still beat or tie the
+    cheapest node solved so far; the others are outranked unsolved, their bound the reason.
+    The cheapest node and every exact tie with it are always solved, so the answer is the
+    one ``exhaustive`` (every node solved) gives."""
+    floors: list[tuple[tuple, str]] = []
+    solved: dict[str, NodeOutcome] = {}
+    for name in proposals:
+        floor = None if exhaustive else _floor(view, preemptor, name, proposals[name], in_flight)
+        if floor is None or floor is bounds.NO_ROOM:
+            solved[name] = evaluate(name)  # cheap or exceptional: solved at once
+        else:
+            floors.append((floor, name))
+    costs = [o.cost.key for o in solved.values() if o.cost is not None]
+    best = min(costs, default=None)
+    floors.sort()
+    for i, (floor, name) in enumerate(floors):
+        if best is not None and floor > best:
+            winner = min((o for o in solved.values() if o.cost is not None), key=lambda o: (o.cost.key, o.node))
+            for floor, name in floors[i:]:
+                solved[name] = _unsolved(name, floor, winner)
+            break
+        outcome = solved[name] = evaluate(name)
+        if outcome.cost is not None and (best is None or outcome.cost.key < best):
+            best = outcome.cost.key
+    return {name: solved[name] for name in sorted(proposals)}
+
+
+def _floor(
+    view: ClusterView, preemptor: Pod, name: str, proposal: Proposal, in_flight: Sequence[InFlight]
+) -> tuple | None:
+    """policy.bounds' floor for a node _evaluate would run select_victims on as the view shows
+    it, else None (unknown, kept scheduler victims, or changed by answers in flight)."""
+    node = view.nodes.get(name)
+    if node is None or _outranking(in_flight, name, preemptor) or _unmodelled(view, preemptor, node):
+        return None
+    pods = view.pods
+    if any(uid not in pods or pods[uid].node_name != name for uid in proposal.uids):
+        return None  # a victim unknown on this node: passed through
+    return bounds.floor(view, node, preemptor, view.reservations(name, pod=preemptor))
+
+
+def _unsolved(name: str, floor: tuple, winner: NodeOutcome) -> NodeOutcome:
+    """A node not solved: even its lower bound costs more than ``winner``'s victims."""
+    step = next(i for i, (a, b) in enumerate(zip(floor, winner.cost.key)) if a != b)
+    here = ranking.Cost(floor)._show(step)
+    return NodeOutcome(
+        name,
+        Verdict.OUTRANKED,
+        Cause.NOT_SOLVED,
+        reasons=(
+            f"not solved: cannot beat {winner.node}: {ranking.CRITERIA[step]} at least {here} here "
+            f"vs {winner.cost._show(step)}",
+        ),
+    )
 
 
 def _offer(proposals: Mapping[str, Proposal], outcomes: dict[str, NodeOutcome]) -> tuple[dict[str, Proposal], list[str]]:
@@ -244,7 +310,7 @@ def _evaluate(
     budgets = view.budgets_covering
     proposed = [on_node[uid] for uid in proposal.uids]
     promised = _promised(in_flight, name, preemptor)
-    unmodelled = _unmodelled(preemptor, node)
+    unmodelled = _unmodelled(view, preemptor, node)
     if unmodelled:
         # The scheduler's victims are kept; those promised to an earlier answer free nothing:
         # their room is already another preemptor's.
@@ -369,13 +435,18 @@ def _as_it_will_be(
     return node, reservations
 
 
-def _unmodelled(preemptor: Pod, node: NodeInfo) -> str:
+def _unmodelled(view: ClusterView, preemptor: Pod, node: NodeInfo) -> str:
     if preemptor.unmodelled:
         return f"the pod uses {', '.join(preemptor.unmodelled)}, which reprieve does not model"
-    blockers = [p.key for p in node.pods if POD_ANTI_AFFINITY in p.unmodelled]
+    blockers = view.summary(("anti-affinity",), _anti_affinity)(node.name)
     if blockers:
-        return f"{', '.join(sorted(blockers))} on the node have required anti-affinity"
+        return f"{', '.join(blockers)} on the node have required anti-affinity"
     return ""
+
+
+def _anti_affinity(node: NodeInfo, _: tuple) -> tuple[str, ...]:
+    """The pods on the node with required anti-affinity, sorted (kept with the view)."""
+    return tuple(sorted(p.key for p in node.pods if POD_ANTI_AFFINITY in p.unmodelled))
 
 
 def _keep_scheduler_victims(

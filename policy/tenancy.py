@@ -177,6 +177,45 @@ def assess(rules: Rules, view: ClusterView, *, pending: Iterable[Pod] = ()) -> S
     return with_pending(standing, [p for p in pending if p.uid not in view.pods])
 
 
+def reassess(
+    standing: Standing, before: ClusterView, after: ClusterView, pods: Iterable[str], nodes: Iterable[str]
+) -> Standing:
+    """``assess(rules, after)``, from ``standing`` = ``assess(rules, before)`` when only the pods
+    with UIDs ``pods`` and the nodes named ``nodes`` differ between the views: each changed
+    pod's old requests leave its queue's tally and its new ones join (the live store knows
+    what changed, policy.view.Changes), so that a view costs what changed, not every pod."""
+    rules = standing.rules
+    usage, waiting, capacity = standing.tally
+    usage = {q: dict(v) for q, v in usage.items()}
+    waiting = {q: dict(v) for q, v in waiting.items()}
+    membership = dict(standing.membership)
+    for uid in pods:
+        old, new = before.pods.get(uid), after.pods.get(uid)
+        if old is not None:
+            queue = membership.pop(uid, None) or rules.queue_of(old)
+            if not old.terminating:
+                table = usage if (old.node_name or old.nominated_node_name) else waiting
+                _accumulate(table.setdefault(queue, {}), {r: -v for r, v in old.requests.items()})
+        if new is not None:
+            queue = membership[uid] = rules.queue_of(new)
+            if not new.terminating:
+                _accumulate((usage if (new.node_name or new.nominated_node_name) else waiting).setdefault(queue, {}), new.requests)
+    capacity = dict(capacity)
+    for name in nodes:
+        old_info, new_info = before.nodes.get(name), after.nodes.get(name)
+        if old_info is not None:
+            _accumulate(capacity, {r: -v for r, v in old_info.node.allocatable.items()})
+        if new_info is not None:
+            _accumulate(capacity, new_info.node.allocatable)
+    return _shares(rules, membership, _nonzero(usage), _nonzero(waiting), {r: v for r, v in capacity.items() if v})
+
+
+def _nonzero(tally: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """Tallies without the amounts that went back to zero (as assess never had them)."""
+    kept = {q: {r: v for r, v in vector.items() if v} for q, vector in tally.items()}
+    return {q: vector for q, vector in kept.items() if vector}
+
+
 def with_pending(standing: Standing, pods: Iterable[Pod]) -> Standing:
     """The standing with ``pods`` (not in its view) added as pending demand."""
     pods = list(pods)

@@ -4,12 +4,25 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from policy import resources
 from policy.model import DisruptionBudget, Node, Pod, PriorityClass
 from policy.resources import Vector
+
+
+class Changes(Protocol):
+    """What changed between the views of one source (the live store), for incremental work."""
+
+    def since(self, revision: int) -> tuple[frozenset[str], frozenset[str]] | None:
+        """(UIDs of pods, names of nodes) changed after view ``revision`` up to the latest
+        published view, or None if that is no longer known (too old, or a full rebuild)."""
+
+
+# The first element of a summary's name (ClusterView.summary) when it reads the budgets too.
+BUDGETS = "budgets"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +78,12 @@ class ClusterView:
     # PDB coverage, computed once: matching selectors is the costliest step of a decision.
     pod_budgets: Mapping[str, tuple[DisruptionBudget, ...]]  # pod UID -> budgets covering it
     budget_members: Mapping[str, tuple[Pod, ...]]  # budget key -> the pods it covers
+    # Per-node summaries that do not depend on the pod being decided (see summary()):
+    # what -> node name -> summary, computed on first use and kept for the view's lifetime.
+    memo: dict[tuple, dict[str, object]] = field(default_factory=dict, compare=False, repr=False)
+    # The live store numbers its views and keeps what changed between them (0 / None: a snapshot).
+    revision: int = field(default=0, compare=False)
+    changes: Changes | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def build(
@@ -103,6 +122,39 @@ class ClusterView:
             pod_budgets=pod_budgets,
             budget_members={key: tuple(ps) for key, ps in members.items()},
         )
+
+    def summary(self, what: tuple, compute: Callable[[NodeInfo, tuple], object]) -> Callable[[str], object]:
+        """node name -> ``compute(node, what)``, computed once per view and node (None for a node
+        the view does not have). ``what`` names the summary and everything it depends on
+        besides the node; a summary that also reads the budgets starts with BUDGETS, so that
+        the live store knows what to carry over to its next view (carry_memo)."""
+        table = self.memo.setdefault(what, {})
+        nodes = self.nodes
+
+        def lookup(name: str) -> object:
+            found = table.get(name)
+            if found is None:
+                info = nodes.get(name)
+                if info is None:
+                    return None
+                found = table[name] = compute(info, what)
+            return found
+
+        return lookup
+
+    def carry_memo(self, *, dirty_nodes: Iterable[str], budgets_changed: bool) -> dict:
+        """The summaries still true in the next view: all but those of ``dirty_nodes``, and none
+        that read the budgets if they changed."""
+        dirty = set(dirty_nodes)
+        carried = {}
+        for what, table in list(self.memo.items()):
+            if budgets_changed and what[0] == BUDGETS:
+                continue
+            table = dict(table)
+            for name in dirty & table.keys():
+                del table[name]
+            carried[what] = table
+        return carried
 
     def reservations(self, node_name: str, *, pod: Pod) -> tuple[Pod, ...]:
         """Pods nominated to the node that hold room against ``pod``.

@@ -47,8 +47,9 @@ def preemption_report(
         fits, refusal, dry_run = list(dry.fits), dry.refusal, dry.nodes
     else:
         fits, refusal, dry_run = None, "", {}
-    # The one call into reprieve's policy, exactly as the preempt verb makes it.
-    decision = decide(view=view, preemptor=preemptor, proposals=proposals, rules=rules, now=now)
+    # The one call into reprieve's policy, as the preempt verb makes it but with every node
+    # solved (exhaustive), so that each shows its own victims and cost.
+    decision = decide(view=view, preemptor=preemptor, proposals=proposals, rules=rules, now=now, exhaustive=True)
 
     outcomes = {o.node: o for o in decision.outcomes}
     both = _Both(

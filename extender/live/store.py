@@ -4,7 +4,9 @@ The store keeps, next to the records, the indexes a ClusterView is made of (pods
 nominated pods by node, PDB coverage) and updates them with every change, remembering what
 changed since the last view. Publishing is then incremental: the new view shares every
 NodeInfo, tuple and record that did not change with the previous one, and copies only the
-top-level mappings, so that a view of 150,000 pods costs milliseconds rather than seconds.
+top-level mappings, so that a view of 150,000 pods costs milliseconds rather than seconds;
+the per-node summaries the verbs computed on the previous view (ClusterView.summary) are
+carried over for the nodes that did not change.
 A view is never changed after it is built: policy reads it without locks.
 """
 
@@ -14,6 +16,7 @@ import dataclasses
 import itertools
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -52,6 +55,8 @@ class Store:
         self._dirty_nominated: set[str] = set()
         self._dirty_members: set[str] = set()
         self._dirty_kinds: set[str] = set(kinds)
+        self._dirty_pods: set[str] = set()  # UIDs of pods changed since the last view
+        self.changes = ChangeLog()
 
     @property
     def generation(self) -> int:
@@ -93,6 +98,7 @@ class Store:
             self._generation += 1
             self._dirty_kinds.add(kind)
             if kind == PODS:
+                self._dirty_pods.add(key)
                 if old is not None:
                     self._unindex_pod(old, moving=record is not None)
                 if record is not None:
@@ -217,11 +223,15 @@ class Store:
             generation = self._generation
             versions = dict(self._versions)
             prev = None if self._all_dirty else self._view
+            revision = self.changes.record(
+                None if prev is None else (frozenset(self._dirty_pods), frozenset(self._dirty_nodes))
+            )
             view = self._incremental(prev) if prev is not None else self._full()
+            view = dataclasses.replace(view, revision=revision, changes=self.changes)
             self._view = view
             self._all_dirty = False
             self._dirty_nodes, self._dirty_nominated, self._dirty_members = set(), set(), set()
-            self._dirty_kinds = set()
+            self._dirty_kinds, self._dirty_pods = set(), set()
         return generation, versions, view
 
     def _refreshed(self, previous, dirty: set[str], index: dict[str, dict[str, Pod]]):
@@ -271,6 +281,8 @@ class Store:
         nominated = self._refreshed(prev.nominated, self._dirty_nominated, self._nominated)
         members = self._refreshed(prev.budget_members, self._dirty_members, self._members)
         dirty = self._dirty_kinds
+        # Per-node summaries (ClusterView.summary) stay true for the nodes that did not change.
+        budgets_changed = BUDGETS in dirty
         return ClusterView(
             nodes=nodes,
             pods=dict(self._records[PODS]) if PODS in dirty else prev.pods,
@@ -279,6 +291,7 @@ class Store:
             priority_classes=dict(self._classes) if CLASSES in dirty else prev.priority_classes,
             pod_budgets=dict(self._pod_budgets) if (PODS in dirty or BUDGETS in dirty) else prev.pod_budgets,
             budget_members=members,
+            memo=prev.carry_memo(dirty_nodes=self._dirty_nodes, budgets_changed=budgets_changed),
         )
 
 
@@ -288,3 +301,38 @@ def _discard(index: dict[str, dict[str, Pod]], name: str, uid: str) -> None:
         group.pop(uid, None)
         if not group:
             del index[name]
+
+
+class ChangeLog:
+    """What changed between the store's recent views (policy.view.Changes): enough for work
+    done once per view (queue assessment) to update the last result instead of starting over."""
+
+    def __init__(self, keep: int = 256) -> None:
+        self._lock = threading.Lock()
+        self._revision = 0
+        self._oldest = 1  # the first revision whose predecessor's changes are known
+        self._log: deque[tuple[int, frozenset[str], frozenset[str]]] = deque(maxlen=keep)
+
+    def record(self, changed: tuple[frozenset[str], frozenset[str]] | None) -> int:
+        """Number the next view; ``changed``: (pods, nodes) since the previous one, None for a full rebuild."""
+        with self._lock:
+            self._revision += 1
+            if changed is None:
+                self._log.clear()
+                self._oldest = self._revision + 1
+            else:
+                self._log.append((self._revision, *changed))
+                self._oldest = max(self._oldest, self._log[0][0])
+            return self._revision
+
+    def since(self, revision: int) -> tuple[frozenset[str], frozenset[str]] | None:
+        with self._lock:
+            if revision < 1 or revision + 1 < self._oldest or revision > self._revision:
+                return None
+            pods: set[str] = set()
+            nodes: set[str] = set()
+            for number, p, n in self._log:
+                if number > revision:
+                    pods |= p
+                    nodes |= n
+            return frozenset(pods), frozenset(nodes)

@@ -5,5 +5,5 @@
     kube        lean pydantic projections of the Kubernetes objects reprieve reads
     translate   the one place Kubernetes objects become policy records
     ledger      reprieve's own preempt answers until the view shows them
-    standings   queue assessment, once per view
+    standings   queue assessment, once per view, updated from the last one
 """

@@ -78,11 +78,14 @@ def test_node_ranking(running, budgets, chosen):
     v = view([node("n1"), node("n2")], running, budgets)
     preemptor = pod("pre", priority=10, cpu=10)
     on = {n: [p.name for p in running if p.node_name == n] for n in ("n1", "n2")}
-    decision = decide(view=v, preemptor=preemptor, proposals=proposals(**on))
+    decision = decide(view=v, preemptor=preemptor, proposals=proposals(**on), exhaustive=True)
     assert tuple(decision.answer) == chosen
     for name in {"n1", "n2"} - set(chosen):
         assert outcome(decision, name).verdict is Verdict.OUTRANKED
         assert any(r.startswith("not chosen") for r in outcome(decision, name).reasons)
+    # Solving only the nodes that can still win gives the same answer.
+    fast = decide(view=v, preemptor=preemptor, proposals=proposals(**on))
+    assert (fast.answer, fast.reasons) == (decision.answer, decision.reasons)
 
 
 def test_answer_uses_reprieves_victims_not_the_schedulers():

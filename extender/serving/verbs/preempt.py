@@ -106,7 +106,8 @@ def _details(view: ClusterView, proposals: Mapping[str, Proposal], decision: Pre
         entry = {}
         if o is not None:  # None: the preemptor was refused before any node was judged
             entry = {"verdict": o.verdict.value, "cause": o.cause.value, "victims": [v.key for v in o.victims]}
-            entry["pdb_violations"] = o.violations.count
+            # None: not solved (policy.preempt), its violations were never counted.
+            entry["pdb_violations"] = None if o.cause is Cause.NOT_SOLVED else o.violations.count
         entry["proposed"] = proposed(name)
         entry["proposed_pdb_violations"] = proposals[name].num_pdb_violations
         if o is not None:

@@ -1,0 +1,165 @@
+"""policy.bounds: the floor never exceeds the cost, and preempt solving only the nodes that can
+still win answers exactly as solving every node does."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from policy import bounds, ranking, tenancy
+from policy.causes import Cause
+from policy.model import InFlight, PriorityClass
+from policy.preempt import Proposal, Verdict, decide
+from policy.victims import VictimSelection, select_victims
+from tests.builders import node, pdb, pod, view
+from tests.unit.test_dominance import BE, running_pods
+
+
+def _pods(running, on: str, *, prefix: str = ""):
+    return [
+        pod(
+            f"{prefix}p{i}", node=on, priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
+            labels={"app": "a" if budgeted else "b" if i % 3 == 0 else f"x{i}"}, terminating=term == 0,
+            pc="optout" if i % 4 == 1 else "",
+        )
+        for i, (prio, cpu, qos, start, budgeted, term) in enumerate(running)
+    ]
+
+
+OPT_OUT = PriorityClass("optout", 0, annotations={tenancy.OPT_OUT_ANNOTATION: "false"})
+
+
+def _budgets(allowed: int, other: int):
+    # Pods under "a" are also under "a2", which allows one more; "b" overlaps nothing and
+    # counts p3 as disrupted already.
+    return [
+        pdb("a", allowed=allowed, match={"app": "a"}),
+        pdb("a2", allowed=allowed + 1, match={"app": "a"}),
+        pdb("b", allowed=other, match={"app": "b"}, disrupted={"p3"}),
+    ]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    running=running_pods,
+    allowed=st.integers(0, 2),
+    other=st.integers(0, 2),
+    need=st.integers(0, 8),
+    preemptor_priority=st.integers(1, 7),
+    held=st.integers(0, 3),
+    slots=st.integers(2, 12),
+    unsettled=st.sets(st.integers(0, 8), max_size=3),
+)
+def test_floor_is_at_most_the_cost_criterion_by_criterion(
+    running, allowed, other, need, preemptor_priority, held, slots, unsettled
+):
+    pods = _pods(running, "n1")
+    if held:
+        pods.append(pod("held", cpu=held, priority=preemptor_priority, nominated="n1"))
+    v = view([node("n1", cpu=12, pods=slots)], pods, _budgets(allowed, other))
+    preemptor = pod("pre", cpu=need, priority=preemptor_priority)
+    info = v.nodes["n1"]
+    reservations = v.reservations("n1", pod=preemptor)
+    floor = bounds.floor(v, info, preemptor, reservations)
+    # Pods the answer may not name stay, as select_victims' ``nameable`` makes them.
+    names = {f"p{i}" for i in unsettled}
+    selection = select_victims(
+        node=info, preemptor=preemptor, reservations=reservations, budgets_of=v.budgets_covering,
+        nameable=lambda p: p.name not in names,
+    )
+    if not isinstance(selection, VictimSelection):
+        return
+    assert floor is not bounds.NO_ROOM
+    key = ranking.cost(selection.victims, selection.violations, selection.opted_out).key
+    assert len(floor) == len(key)
+    assert all(f <= k for f, k in zip(floor, key)), (floor, key)
+    # Asked twice, the summary is the one kept with the view.
+    assert bounds.below(v, info, preemptor_priority) is bounds.below(v, info, preemptor_priority)
+
+
+def test_floor_counts_violations_no_victim_set_can_avoid():
+    # 4 cpu to free among three 2-cpu pods under a budget allowing one disruption: any two
+    # of them violate once, and nothing else runs there.
+    running = [pod(f"a{i}", node="n1", priority=1, cpu=2, labels={"app": "a"}) for i in range(3)]
+    v = view([node("n1", cpu=6)], running, [pdb("a", allowed=1, match={"app": "a"})])
+    preemptor = pod("pre", priority=10, cpu=4)
+    floor = bounds.floor(v, v.nodes["n1"], preemptor, ())
+    assert floor[1:3] == (1, 1)  # one violation, a victim of priority 1 at least
+    assert floor[ranking.Cost.count_step] == 2
+
+
+def test_a_node_that_cannot_win_is_outranked_unsolved_with_its_bound():
+    # n1 can free room without touching the budget; on n2 every pod is under a budget that
+    # allows nothing, so n2 costs at least one violation and is not solved.
+    running = [
+        pod("free", node="n1", priority=1, cpu=10, labels={"app": "x"}),
+        pod("kept", node="n2", priority=1, cpu=10, labels={"app": "a"}),
+    ]
+    v = view([node("n1"), node("n2")], running, [pdb("a", allowed=0, match={"app": "a"})])
+    proposals = {"n1": Proposal(("uid-default-free",), 0), "n2": Proposal(("uid-default-kept",), 1)}
+    fast = decide(view=v, preemptor=pod("pre", priority=10, cpu=10), proposals=proposals)
+    n2 = next(o for o in fast.outcomes if o.node == "n2")
+    assert (n2.verdict, n2.cause, n2.cost) == (Verdict.OUTRANKED, Cause.NOT_SOLVED, None)
+    assert n2.reasons == ("not solved: cannot beat n1: PDB violations at least 1 here vs 0",)
+    full = decide(view=v, preemptor=pod("pre", priority=10, cpu=10), proposals=proposals, exhaustive=True)
+    assert next(o for o in full.outcomes if o.node == "n2").cause is Cause.NONE
+    assert fast.answer == full.answer == {"n1": Proposal(("uid-default-free",), 0)}
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    nodes=st.lists(running_pods, min_size=1, max_size=5),
+    allowed=st.integers(0, 2),
+    other=st.integers(0, 2),
+    need=st.integers(1, 8),
+    preemptor_priority=st.integers(1, 7),
+    held=st.lists(st.integers(0, 3), min_size=5, max_size=5),
+    proposed=st.lists(st.sets(st.integers(0, 8), max_size=3), min_size=5, max_size=5),
+    unknown=st.integers(0, 5),
+    flying=st.integers(0, 5),
+    with_rules=st.booleans(),
+)
+def test_fast_path_answers_as_solving_every_node(
+    nodes, allowed, other, need, preemptor_priority, held, proposed, unknown, flying, with_rules
+):
+    names = [f"n{i}" for i in range(len(nodes))]
+    pods = []
+    for name, running in zip(names, nodes):
+        pods += _pods(running, name, prefix=f"{name}-")
+    for name, cpu in zip(names, held):
+        if cpu:
+            pods.append(pod(f"held-{name}", cpu=cpu, priority=preemptor_priority, nominated=name))
+    v = view([node(n, cpu=12, pods=10) for n in names], pods, _budgets(allowed, other), [OPT_OUT])
+    preemptor = pod("pre", cpu=need, priority=preemptor_priority)
+    # With rules, pods of the opted-out class are a last resort and pods of the preemptor's
+    # own application ("b") are protected: both only make victims dearer than the floor.
+    rules = tenancy.Rules(application_label="app") if with_rules else None
+    if with_rules:
+        preemptor = pod("pre", cpu=need, priority=preemptor_priority, labels={"app": "b"})
+    proposals = {}
+    for i, name in enumerate(names):
+        on = [p for p in v.nodes[name].pods if p.priority < preemptor_priority]
+        uids = tuple(on[j].uid for j in sorted(proposed[i]) if j < len(on))
+        if i == unknown:
+            uids = (*uids, "uid-gone")  # the scheduler sees a pod reprieve does not: passed through
+        proposals[name] = Proposal(uids, len(uids))
+    in_flight = []
+    if flying < len(names) and v.nodes[names[flying]].pods:
+        earlier = pod("earlier", cpu=1, priority=preemptor_priority + 1)
+        in_flight.append(InFlight(earlier, names[flying], v.nodes[names[flying]].pods[:1]))
+
+    full = decide(view=v, preemptor=preemptor, proposals=proposals, rules=rules, in_flight=in_flight, exhaustive=True)
+    fast = decide(view=v, preemptor=preemptor, proposals=proposals, rules=rules, in_flight=in_flight)
+    assert (fast.answer, fast.reasons, fast.refusal) == (full.answer, full.reasons, full.refusal)
+    winner = next((o for o in full.outcomes if o.verdict is Verdict.CHOSEN), None)
+    for quick, slow in zip(fast.outcomes, full.outcomes):
+        assert quick.node == slow.node
+        if quick.cause is not Cause.NOT_SOLVED:
+            assert quick == slow
+            continue
+        # Not solved: it lost, and is dearer than the node offered (or cannot make room at all).
+        assert slow.verdict is not Verdict.CHOSEN
+        if winner is None:
+            continue  # nothing offered: the pod waits for pods already terminating somewhere
+        assert slow.cost is None or slow.cost.key > winner.cost.key
+        assert quick.reasons[0].startswith(f"not solved: cannot beat {winner.node}: ")
