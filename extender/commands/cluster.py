@@ -38,10 +38,10 @@ def context_of(kubeconfig: str, context: str | None) -> dict:
     try:
         contexts, current = kubernetes.config.list_kube_config_contexts(config_file=kubeconfig)
     except (OSError, kubernetes.config.ConfigException) as exc:
-        raise ConfigError(f"kubeconfig {kubeconfig}: {exc}") from None
+        # Without a usable current-context the client says "Expected object with name  in ...".
+        hint = " (is current-context set? --context names one)" if context is None and os.path.exists(kubeconfig.split(":")[0]) else ""
+        raise ConfigError(f"kubeconfig {kubeconfig}: {exc}{hint}") from None
     if context is None:
-        if not current:
-            raise ConfigError(f"kubeconfig {kubeconfig}: no current-context (give --context)")
         return current
     for c in contexts:
         if c["name"] == context:
