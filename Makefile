@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-cache bench-burst clean
+.PHONY: run test unit e2e cluster cluster-down bench bench-cache bench-burst image clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -47,6 +47,15 @@ bench-cache: $(STAMP)
 ## Bursts of preemptions through real kube-schedulers, stock and reprieve interleaved (~2 min; needs port 8888).
 bench-burst: $(STAMP)
 	$(PY) bench/burst.py
+
+## The container image (Dockerfile) with docker or podman, whichever is installed; IMAGE names it.
+IMAGE ?= reprieve:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+image:
+	@engine=$$(command -v docker || command -v podman) || { \
+	  echo "make image: neither docker nor podman is installed (apt-get install docker.io, or podman)" >&2; exit 1; }; \
+	$$engine info >/dev/null 2>&1 || { \
+	  echo "make image: $$engine is installed but cannot run here ($$engine info fails: no daemon, or no privileges for one)" >&2; exit 1; }; \
+	echo "$$engine build -t $(IMAGE) ."; $$engine build -t $(IMAGE) .
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

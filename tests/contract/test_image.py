@@ -125,9 +125,11 @@ def installed():
         # As the Dockerfile's `pip wheel`, with pip's own cache (~/.cache/pip) instead of --no-cache-dir.
         subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(wheels), "."], cwd=src, check=True, timeout=300)
         subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
-        # As the Dockerfile's `pip install /wheels/*.whl`; --no-index: the wheels must be all it needs.
+        # As the Dockerfile's `pip install /wheels/*.whl`; --no-index: the wheels must be all it
+        # needs. --no-compile: no .pyc (compiling the kubernetes client's took 40 s on the busy
+        # 2-core machine); Python runs without them, and could not write any on the read-only root.
         subprocess.run(
-            [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-index", *map(str, sorted(wheels.glob("*.whl")))],
+            [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-compile", "--no-index", *map(str, sorted(wheels.glob("*.whl")))],
             check=True,
             timeout=300,
             env={k: v for k, v in os.environ.items() if k != "PIP_FIND_LINKS"},
