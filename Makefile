@@ -48,14 +48,15 @@ bench-cache: $(STAMP)
 bench-burst: $(STAMP)
 	$(PY) bench/burst.py
 
-## The container image (Dockerfile) with docker or podman, whichever is installed; IMAGE names it.
+## The container image (Dockerfile) with the first of docker or podman that can run here; IMAGE names it.
 IMAGE ?= reprieve:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 image:
-	@engine=$$(command -v docker || command -v podman) || { \
-	  echo "make image: neither docker nor podman is installed (apt-get install docker.io, or podman)" >&2; exit 1; }; \
-	$$engine info >/dev/null 2>&1 || { \
-	  echo "make image: $$engine is installed but cannot run here ($$engine info fails: no daemon, or no privileges for one)" >&2; exit 1; }; \
-	echo "$$engine build -t $(IMAGE) ."; $$engine build -t $(IMAGE) .
+	@found=; for e in docker podman; do \
+	  command -v $$e >/dev/null || continue; found="$$found $$e"; \
+	  if $$e info >/dev/null 2>&1; then echo "$$e build -t $(IMAGE) ."; exec $$e build -t $(IMAGE) .; fi; \
+	done; \
+	if [ -z "$$found" ]; then echo "make image: neither docker nor podman is installed (apt-get install docker.io, or podman)" >&2; \
+	else echo "make image:$$found installed but cannot run here ('info' fails: no daemon, or no privileges)" >&2; fi; exit 1
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
