@@ -49,12 +49,14 @@ def stages(dockerfile: Path) -> list[list[tuple[str, str]]]:
         word, _, rest = line.partition(" ")
         if word.upper() == "FROM":
             result.append([])
-        result[-1].append((word.upper(), rest.strip()))
+        if result:  # (an ARG before the first FROM belongs to no stage)
+            result[-1].append((word.upper(), rest.strip()))
     return result
 
 
 def recipe() -> dict:
-    build, runtime = stages(DOCKERFILE)[0], stages(DOCKERFILE)[-1]
+    found = stages(DOCKERFILE)
+    build, runtime = found[0], found[-1]
     copies = [shlex.split(args) for word, args in build if word == "COPY"]
     assert copies and not any(c[0].startswith("--") for c in copies), f"unexpected COPY in the build stage: {copies}"
     runs = [args for word, args in build if word == "RUN"]
