@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-scale bench-victims bench-cache bench-burst bench-quality bench-slow clean
+.PHONY: run test unit e2e cluster cluster-down bench bench-scale bench-victims bench-cache bench-burst bench-quality bench-slow image clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -63,6 +63,16 @@ bench-quality: $(STAMP)
 ## Latency of normal requests with 0 and 50 slow connections hanging on a served reprieve (~1 min; docs/serving.md).
 bench-slow: $(STAMP)
 	$(PY) bench/slow_clients.py
+
+## The container image (Dockerfile) with the first of docker or podman that can run here; IMAGE names it.
+IMAGE ?= reprieve:$(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+image:
+	@found=; for e in docker podman; do \
+	  command -v $$e >/dev/null || continue; found="$$found $$e"; \
+	  if $$e info >/dev/null 2>&1; then echo "$$e build -t $(IMAGE) ."; exec $$e build -t $(IMAGE) .; fi; \
+	done; \
+	if [ -z "$$found" ]; then echo "make image: neither docker nor podman is installed (apt-get install docker.io, or podman)" >&2; \
+	else echo "make image:$$found installed but cannot run here ('info' fails: no daemon, or no privileges)" >&2; fi; exit 1
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -11,7 +11,7 @@ import threading
 
 from extender.serving import logs
 from extender.config import Mode, Settings
-from extender.errors import ReprieveError
+from extender.errors import ConfigError, ReprieveError
 
 log = logging.getLogger("reprieve")
 
@@ -58,13 +58,11 @@ def _parser() -> argparse.ArgumentParser:
         "check-policy", help="validate a policy file and show each queue's usage, shares and who may preempt"
     )
     check.add_argument("policy", metavar="PATH", help="the policy file (see docs/policy.md)")
-    cluster = check.add_mutually_exclusive_group()
-    cluster.add_argument("--snapshot", help="judge the queues against this cluster dump")
-    cluster.add_argument("--kubeconfig", help="judge the queues against the cluster this kubeconfig points at")
+    _cluster_flags(check, required=False, what="judge the queues against")
     explain = commands.add_parser(
         "explain", help="show, offline, what reprieve and stock preemption decide for a pod (docs/explain.md)"
     )
-    explain.add_argument("--snapshot", required=True, help="cluster dump to decide from")
+    _cluster_flags(explain, required=True, what="decide from")
     what = explain.add_mutually_exclusive_group(required=True)
     what.add_argument("--pod", help="the pending pod: a Pod file (YAML or JSON) or NAMESPACE/NAME in the snapshot")
     what.add_argument("--request", help="a captured extender request body (filter, prioritize or preempt)")
@@ -124,6 +122,31 @@ def _serving_flags(serve: argparse.ArgumentParser) -> None:
         serve.add_argument(flag, type=type(default), default=default, help=f"{unit} (default {default})")
 
 
+def _cluster_flags(command: argparse.ArgumentParser, *, required: bool, what: str) -> None:
+    """--snapshot FILE, or a live cluster read once: --kubeconfig PATH and/or --context NAME
+    (either alone finds the other as kubectl does; extender.commands.cluster)."""
+    source = command.add_mutually_exclusive_group()
+    source.add_argument("--snapshot", help=f"{what} this cluster dump")
+    source.add_argument("--kubeconfig", help=f"{what} the cluster this kubeconfig points at (listed once)")
+    command.add_argument("--context", help="with --kubeconfig (or $KUBECONFIG): this context, not the current one")
+    command.set_defaults(cluster_required=required)
+
+
+def _cluster(args: argparse.Namespace):
+    """The cluster a command reads (None: check-policy without one)."""
+    from extender.commands import cluster
+
+    if args.snapshot:
+        if args.context:
+            raise ConfigError("--context goes with --kubeconfig, not --snapshot")
+        return cluster.snapshot(args.snapshot)
+    if args.kubeconfig or args.context:
+        return cluster.live(args.kubeconfig, args.context)
+    if args.cluster_required:
+        raise ConfigError(f"{args.command} needs --snapshot PATH, or --kubeconfig PATH and/or --context NAME")
+    return None
+
+
 def _policy_flag(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--policy",
@@ -146,37 +169,11 @@ def main(argv: list[str] | None = None) -> int:
 def _check_policy(args: argparse.Namespace) -> int:
     from extender import policy_file
     from extender.commands import check_policy
-    from extender.state import snapshot
 
     rules = policy_file.load(args.policy)
-    view = None
-    if args.snapshot:
-        view = snapshot.load(args.snapshot)
-    elif args.kubeconfig:
-        view = _live_view(args.kubeconfig)
-    sys.stdout.write(check_policy.report(rules, view))
+    cluster = _cluster(args)
+    sys.stdout.write(check_policy.report(rules, cluster.view if cluster else None))
     return 0
-
-
-def _live_view(kubeconfig: str, timeout: float = 120.0):
-    """One consistent view of a live cluster: list everything, then stop watching."""
-    import time
-
-    from extender.errors import ConfigError
-    from extender.live.apiserver import ApiServer
-    from extender.live.cache import LiveCluster
-    from extender.serving.metrics import Metrics
-
-    cluster = LiveCluster(ApiServer.from_kubeconfig(kubeconfig), metrics=Metrics()).start()
-    try:
-        deadline = time.monotonic() + timeout
-        while (view := cluster.view()) is None:
-            if time.monotonic() > deadline:
-                raise ConfigError(f"could not list the cluster behind {kubeconfig} within {timeout:.0f}s")
-            time.sleep(0.1)
-        return view
-    finally:
-        cluster.stop()
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -184,7 +181,6 @@ def _serve(args: argparse.Namespace) -> int:
     from extender.state import snapshot
     from extender.serving.app import create_app
     from extender.state.source import StaticCluster
-    from extender.errors import ConfigError
     from extender.live.apiserver import ApiServer
     from extender.live.cache import LiveCluster
     from extender.serving.metrics import Metrics
@@ -263,7 +259,7 @@ def _explain(args: argparse.Namespace) -> int:
 
     rules = policy_file.load(args.policy) if args.policy else None
     report = explain.run(
-        snapshot_path=args.snapshot,
+        cluster=_cluster(args),
         pod=args.pod,
         request=args.request,
         nodes=args.nodes,

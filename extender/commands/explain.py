@@ -1,6 +1,7 @@
 """``reprieve explain``: reprieve's decision and stock preemption's, side by side, offline.
 
-Inputs (the snapshot, a pod or a captured request) are read here; extender.commands.explain_report
+Inputs (a pod or a captured request, against a snapshot or a live cluster read once by
+extender.commands.cluster) are read here; extender.commands.explain_report
 builds the report, a plain dict, from policy's decisions; it is rendered as JSON here or as
 a table by extender.commands.explain_table. docs/explain.md documents every field.
 """
@@ -19,7 +20,8 @@ from extender.commands import explain_table
 
 from extender.serving import wire
 
-from extender.state import kube, snapshot, translate
+from extender.commands.cluster import Cluster
+from extender.state import kube, translate
 from extender.errors import BadRequest, ConfigError
 from extender.commands.explain_report import args_report, preemption_report
 from policy.model import Pod
@@ -30,7 +32,7 @@ from policy.view import ClusterView
 
 def run(
     *,
-    snapshot_path: str,
+    cluster: Cluster,
     pod: str | None = None,
     request: str | None = None,
     nodes: str | None = None,
@@ -40,23 +42,23 @@ def run(
 ) -> str:
     """The report for ``reprieve explain``, rendered; bad input raises a ReprieveError.
     ``now`` (seconds since the epoch) is when the preemption delay of ``rules`` is judged."""
-    view = snapshot.load(snapshot_path)
-    source = {"snapshot": snapshot_path, "pod": pod, "request": request, "nodes": None}
+    view, where = cluster.view, cluster.noun()
+    source = {"snapshot": cluster.snapshot, "cluster": cluster.live, "pod": pod, "request": request, "nodes": None}
     if request is not None:
         if nodes is not None:
             raise ConfigError("--nodes goes with --pod; a request names its own nodes")
-        report = _from_request(view, Path(request), source, rules, now)
+        report = _from_request(view, where, Path(request), source, rules, now)
     else:
-        names = _node_names(view, nodes)
+        names = _node_names(view, where, nodes)
         source["nodes"] = names if nodes is not None else None
-        report = preemption_report(view=view, preemptor=load_pod(view, pod), node_names=names, rules=rules, now=now)
+        report = preemption_report(view=view, preemptor=load_pod(view, where, pod), node_names=names, rules=rules, now=now)
         report["input"] = source
     if output == "json":
         return as_json(report).decode() + "\n"
     return explain_table.render(report)
 
 
-def _node_names(view: ClusterView, nodes: str | None) -> list[str]:
+def _node_names(view: ClusterView, where: str, nodes: str | None) -> list[str]:
     if nodes is None:
         return sorted(view.nodes)
     names = [n.strip() for n in nodes.split(",") if n.strip()]
@@ -64,25 +66,26 @@ def _node_names(view: ClusterView, nodes: str | None) -> list[str]:
         raise ConfigError("--nodes: expected a comma-separated list of node names")
     unknown = [n for n in names if n not in view.nodes]
     if unknown:
-        raise ConfigError(f"--nodes: unknown node {unknown[0]!r} (the snapshot has {', '.join(sorted(view.nodes))})")
+        raise ConfigError(f"--nodes: unknown node {unknown[0]!r} ({where} has {', '.join(sorted(view.nodes))})")
     return list(dict.fromkeys(names))
 
 
-def load_pod(view: ClusterView, spec: str) -> Pod:
-    """The preemptor: a Pod file (YAML or JSON), or NAMESPACE/NAME of a pod in the snapshot."""
+def load_pod(view: ClusterView, where: str, spec: str) -> Pod:
+    """The preemptor: a Pod file (YAML or JSON), or NAMESPACE/NAME of a pod in ``where``
+    (the snapshot or the cluster)."""
     path = Path(spec)
     if path.is_file() or path.suffix in (".yaml", ".yml", ".json"):
-        return _pod_from_file(view, path)
+        return _pod_from_file(view, where, path)
     found = [p for p in view.pods.values() if p.key == spec]
     if not found:
-        raise ConfigError(f"--pod {spec}: no such file, and no pod {spec} in the snapshot (give NAMESPACE/NAME or a file)")
+        raise ConfigError(f"--pod {spec}: no such file, and no pod {spec} in {where} (give NAMESPACE/NAME or a file)")
     pod = found[0]
     if pod.node_name is not None:
         raise ConfigError(f"--pod {spec}: already bound to {pod.node_name}; explain places a pending pod")
     return pod
 
 
-def _pod_from_file(view: ClusterView, path: Path) -> Pod:
+def _pod_from_file(view: ClusterView, where: str, path: Path) -> Pod:
     try:
         docs = [d for d in yaml.safe_load_all(path.read_bytes()) if d is not None]
     except OSError as exc:
@@ -98,21 +101,21 @@ def _pod_from_file(view: ClusterView, path: Path) -> Pod:
         parsed = kube.Pod.model_validate(obj)
     except pydantic.ValidationError as exc:
         raise ConfigError(f"--pod {path}: {kube.describe_validation(exc)}") from None
-    return _preemptor(view, parsed, f"--pod {path}")
+    return _preemptor(view, where, parsed, f"--pod {path}")
 
 
-def _preemptor(view: ClusterView, parsed: kube.Pod, where: str) -> Pod:
+def _preemptor(view: ClusterView, where: str, parsed: kube.Pod, what: str) -> Pod:
     spec = parsed.spec
     if not parsed.metadata.name:
-        raise ConfigError(f"{where}: metadata.name: required")
+        raise ConfigError(f"{what}: metadata.name: required")
     if spec.nodeName:
-        raise ConfigError(f"{where}: spec.nodeName is set ({spec.nodeName}); explain places a pending pod")
+        raise ConfigError(f"{what}: spec.nodeName is set ({spec.nodeName}); explain places a pending pod")
     if spec.priority is None and spec.priorityClassName and spec.priorityClassName not in view.priority_classes:
-        raise ConfigError(f"{where}: spec.priorityClassName: no PriorityClass {spec.priorityClassName!r} in the snapshot")
+        raise ConfigError(f"{what}: spec.priorityClassName: no PriorityClass {spec.priorityClassName!r} in {where}")
     return translate.pod_record(parsed, view.priority_classes)
 
 
-def _from_request(view: ClusterView, path: Path, source: dict, rules: Rules | None, now: float | None) -> dict:
+def _from_request(view: ClusterView, where: str, path: Path, source: dict, rules: Rules | None, now: float | None) -> dict:
     try:
         body = path.read_bytes()
     except OSError as exc:
@@ -127,7 +130,7 @@ def _from_request(view: ClusterView, path: Path, source: dict, rules: Rules | No
         args = wire.parse(wire.ExtenderPreemptionArgs if preempt else wire.ExtenderArgs, body)
     except BadRequest as exc:
         raise ConfigError(f"--request {path}: {exc}") from None
-    preemptor = _preemptor(view, args.pod, f"--request {path}: Pod")
+    preemptor = _preemptor(view, where, args.pod, f"--request {path}: Pod")
     if preempt:
         proposals = {n: Proposal(uids, count) for n, (uids, count) in args.proposals().items()}
         report = preemption_report(view=view, preemptor=preemptor, proposals=proposals, rules=rules, now=now)

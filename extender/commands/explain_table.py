@@ -43,7 +43,7 @@ def _header(report: dict) -> list[str]:
         extras.append("preemptionPolicy Never")
     if extras:
         lines += _wrap(", ".join(extras), "  ")
-    lines += _wrap(f"snapshot {source['snapshot']}", "  ")
+    lines += _wrap(f"snapshot {source['snapshot']}" if source["snapshot"] else f"live: {source['cluster']}", "  ")
     return lines + [""]
 
 

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Build the upstream binaries the e2e tests run (kube-apiserver, kube-scheduler,
-# kube-controller-manager, etcd) from the Go module proxy, once per
-# pinned version set, into
+# kube-controller-manager, etcd, and kubectl for the plugin test) from the Go
+# module proxy, once per pinned version set, into
 #   ${REPRIEVE_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/reprieve-e2e}/<k8s version>/bin/
 #
 # stdout: the bin directory, and nothing else (progress and timings: stderr).
 # Exit status non-zero on failure, with a one-line reason as the last stderr line.
 #
 # Versions are not written here: they are read from the go.mod files beside
-# this script (go.mod, etcd/go.mod), which pin.sh writes.
+# this script (go.mod, etcd/go.mod, kubectl/go.mod), which pin.sh writes.
+#
+# The control plane and kubectl have a stamp each, so that one being (re)built
+# does not invalidate the other.
 #
 # Env:
 #   REPRIEVE_E2E_CACHE  cache root (see above)
@@ -58,20 +61,30 @@ fingerprint="$(
   cd "$here" && sha256sum go.mod go.sum etcd/go.mod etcd/go.sum
 )"
 
+kubectl_stamp="$dir/kubectl.stamp"
+kubectl_fingerprint="$(
+  printf 'recipe %s\nk8s.io/kubernetes %s\n' "$RECIPE" "$K8S_VERSION"
+  cd "$here" && sha256sum kubectl/go.mod kubectl/go.sum
+)"
+
 cached() {
   [[ -f "$stamp" && "$(cat "$stamp")" == "$fingerprint" ]] || return 1
   local c
   for c in "${COMPONENTS[@]}"; do [[ -x "$bin/$c" ]] || return 1; done
 }
 
-if cached; then echo "$bin"; exit 0; fi
+kubectl_cached() {
+  [[ -f "$kubectl_stamp" && "$(cat "$kubectl_stamp")" == "$kubectl_fingerprint" && -x "$bin/kubectl" ]]
+}
+
+if cached && kubectl_cached; then echo "$bin"; exit 0; fi
 
 mkdir -p "$dir" || die "cannot create the cache directory $dir"
 # One build at a time per version (parallel test workers may all call this).
 if command -v flock >/dev/null 2>&1; then
   exec 9>"$dir/.lock"
   flock 9 || die "cannot lock $dir/.lock"
-  if cached; then echo "$bin"; exit 0; fi
+  if cached && kubectl_cached; then echo "$bin"; exit 0; fi
 fi
 
 GO="${GO:-$(command -v go || true)}"
@@ -79,10 +92,6 @@ GO="${GO:-$(command -v go || true)}"
 [[ -n "$GO" ]] || die "go not found on PATH (Go >= 1.26 is needed to build the e2e binaries)"
 
 export GOWORK=off CGO_ENABLED=0
-rm -f "$stamp"
-rm -rf "$logs" "$dir/bin.partial"
-mkdir -p "$logs" "$dir/bin.partial"
-out="$dir/bin.partial"
 
 now() { date +%s.%N; }
 dt() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
@@ -97,19 +106,6 @@ fail() { # what log
   die "$1 failed: $(reason "$2"); see log $2"
 }
 
-say "building kube-apiserver/kube-controller-manager/kube-scheduler $K8S_VERSION, etcd $ETCD_VERSION into $bin (logs: $logs)"
-t_all="$(now)"
-
-# --- download ---------------------------------------------------------------
-t="$(now)"
-for m in ".:kubernetes $K8S_VERSION" "etcd:etcd $ETCD_VERSION"; do
-  d="${m%%:*}" what="${m#*:}" log="$logs/download-${d/./kubernetes}.log"
-  (cd "$here/$d" && "$GO" mod download -x) >"$log" 2>&1 ||
-    fail "downloading the Go modules for $what from the Go module proxy" "$log"
-done
-say "download: $(dt "$t")"
-
-# --- compile ----------------------------------------------------------------
 build_flags=(-mod=readonly -trimpath -buildvcs=false)
 ts="$(cd "$here" && "$GO" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes 2>/dev/null || true)"
 k8s_ldflags="-s -w"
@@ -118,31 +114,77 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   [[ -n "$ts" ]] && k8s_ldflags+=" -X $pkg.buildDate=$ts"
 done
 
-for c in kube-apiserver kube-controller-manager kube-scheduler; do
-  t="$(now)" log="$logs/$c.log"
-  (cd "$here" && "$GO" build "${build_flags[@]}" -tags "$K8S_TAGS" -ldflags "$k8s_ldflags" \
-    -o "$out/$c" "k8s.io/kubernetes/cmd/$c") >"$log" 2>&1 ||
-    fail "building $c $K8S_VERSION from the Go module proxy" "$log"
-  say "compile $c: $(dt "$t")"
-done
+build_control_plane() {
+  rm -f "$stamp"
+  rm -rf "$logs" "$dir/bin.partial"
+  mkdir -p "$logs" "$dir/bin.partial"
+  out="$dir/bin.partial"
 
-t="$(now)" log="$logs/etcd.log"
-(cd "$here/etcd" && "$GO" build "${build_flags[@]}" \
-  -ldflags "-s -w" \
-  -o "$out/etcd" go.etcd.io/etcd/server/v3) >"$log" 2>&1 ||
-  fail "building etcd $ETCD_VERSION from the Go module proxy" "$log"
-say "compile etcd: $(dt "$t")"
+  say "building kube-apiserver/kube-controller-manager/kube-scheduler $K8S_VERSION, etcd $ETCD_VERSION into $bin (logs: $logs)"
+  t_all="$(now)"
 
-# --- sanity check, publish, stamp last ---------------------------------------
-for c in "${COMPONENTS[@]}"; do
-  log="$logs/$c.version.log"
-  "$out/$c" --version >"$log" 2>&1 || fail "running the freshly built $c --version" "$log"
-done
-grep -q "Kubernetes $K8S_VERSION" "$logs/kube-apiserver.version.log" ||
-  die "kube-apiserver --version does not report $K8S_VERSION: $(head -c 200 "$logs/kube-apiserver.version.log")"
+  # --- download ---------------------------------------------------------------
+  t="$(now)"
+  for m in ".:kubernetes $K8S_VERSION" "etcd:etcd $ETCD_VERSION"; do
+    d="${m%%:*}" what="${m#*:}" log="$logs/download-${d/./kubernetes}.log"
+    (cd "$here/$d" && "$GO" mod download -x) >"$log" 2>&1 ||
+      fail "downloading the Go modules for $what from the Go module proxy" "$log"
+  done
+  say "download: $(dt "$t")"
 
-rm -rf "$bin"
-mv "$out" "$bin"
-printf '%s\n' "$fingerprint" >"$stamp.tmp" && mv "$stamp.tmp" "$stamp"
-say "done in $(dt "$t_all"): $(cd "$bin" && du -ch "${COMPONENTS[@]}" | tail -n1 | cut -f1) in $bin"
+  # --- compile ----------------------------------------------------------------
+  for c in kube-apiserver kube-controller-manager kube-scheduler; do
+    t="$(now)" log="$logs/$c.log"
+    (cd "$here" && "$GO" build "${build_flags[@]}" -tags "$K8S_TAGS" -ldflags "$k8s_ldflags" \
+      -o "$out/$c" "k8s.io/kubernetes/cmd/$c") >"$log" 2>&1 ||
+      fail "building $c $K8S_VERSION from the Go module proxy" "$log"
+    say "compile $c: $(dt "$t")"
+  done
+
+  t="$(now)" log="$logs/etcd.log"
+  (cd "$here/etcd" && "$GO" build "${build_flags[@]}" \
+    -ldflags "-s -w" \
+    -o "$out/etcd" go.etcd.io/etcd/server/v3) >"$log" 2>&1 ||
+    fail "building etcd $ETCD_VERSION from the Go module proxy" "$log"
+  say "compile etcd: $(dt "$t")"
+
+  # --- sanity check, publish, stamp last ---------------------------------------
+  for c in "${COMPONENTS[@]}"; do
+    log="$logs/$c.version.log"
+    "$out/$c" --version >"$log" 2>&1 || fail "running the freshly built $c --version" "$log"
+  done
+  grep -q "Kubernetes $K8S_VERSION" "$logs/kube-apiserver.version.log" ||
+    die "kube-apiserver --version does not report $K8S_VERSION: $(head -c 200 "$logs/kube-apiserver.version.log")"
+
+  [[ -x "$bin/kubectl" ]] && cp -p "$bin/kubectl" "$out/kubectl" # built apart, kept (its own stamp)
+  rm -rf "$bin"
+  mv "$out" "$bin"
+  printf '%s\n' "$fingerprint" >"$stamp.tmp" && mv "$stamp.tmp" "$stamp"
+  say "done in $(dt "$t_all"): $(cd "$bin" && du -ch "${COMPONENTS[@]}" | tail -n1 | cut -f1) in $bin"
+}
+
+# kubectl, for the `kubectl reprieve` plugin test: upstream's cmd/kubectl, from its own module
+# (kubectl/go.mod) so that its dependencies do not touch the control plane's go.sum.
+build_kubectl() {
+  local t log="$logs/kubectl.log"
+  t="$(now)"
+  mkdir -p "$logs" "$bin"
+  rm -f "$kubectl_stamp"
+  say "building kubectl $K8S_VERSION into $bin"
+  (cd "$here/kubectl" && "$GO" mod download -x) >"$logs/download-kubectl.log" 2>&1 ||
+    fail "downloading the Go modules for kubectl $K8S_VERSION from the Go module proxy" "$logs/download-kubectl.log"
+  (cd "$here/kubectl" && "$GO" build "${build_flags[@]}" -tags "$K8S_TAGS" -ldflags "$k8s_ldflags" \
+    -o "$bin/kubectl.partial" k8s.io/kubernetes/cmd/kubectl) >"$log" 2>&1 ||
+    fail "building kubectl $K8S_VERSION from the Go module proxy" "$log"
+  "$bin/kubectl.partial" version --client >"$logs/kubectl.version.log" 2>&1 ||
+    fail "running the freshly built kubectl version --client" "$logs/kubectl.version.log"
+  grep -q "$K8S_VERSION" "$logs/kubectl.version.log" ||
+    die "kubectl version does not report $K8S_VERSION: $(head -c 200 "$logs/kubectl.version.log")"
+  mv "$bin/kubectl.partial" "$bin/kubectl"
+  printf '%s\n' "$kubectl_fingerprint" >"$kubectl_stamp.tmp" && mv "$kubectl_stamp.tmp" "$kubectl_stamp"
+  say "compile kubectl: $(dt "$t")"
+}
+
+cached || build_control_plane
+kubectl_cached || build_kubectl
 echo "$bin"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Re-pin the e2e toolchain: regenerate the go.mod/go.sum files of the two
+# Re-pin the e2e toolchain: regenerate the go.mod/go.sum files of the three
 # small Go modules that build.sh builds from. This is the only script that
 # chooses versions; build.sh only reads what the go.mod files say.
 #
@@ -15,6 +15,8 @@
 #                pointed at the published v0.X.Y of the same release.
 #   etcd/go.mod  go.etcd.io/etcd/server/v3 (its own go.mod has replace
 #                directives, so `go install ...@version` refuses to build it).
+#   kubectl/go.mod  k8s.io/kubernetes's cmd/kubectl with the same replaces
+#                (apart, so kubectl's dependencies leave go.sum above as it is).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -62,10 +64,16 @@ for m in "${replaced[@]}"; do args+=(-replace="$m=$m@$staging"); done
 for c in kube-apiserver kube-scheduler kube-controller-manager; do args+=(-tool="k8s.io/kubernetes/cmd/$c"); done
 (cd "$here" && "$GO" mod edit "${args[@]}" && "$GO" mod tidy)
 
+# --- kubectl ---------------------------------------------------------------
+newmod "$here/kubectl" reprieve.local/e2e/toolchain/kubectl "$k8s_go"
+args=(-require="k8s.io/kubernetes@$k8s" -tool=k8s.io/kubernetes/cmd/kubectl)
+for m in "${replaced[@]}"; do args+=(-replace="$m=$m@$staging"); done
+(cd "$here/kubectl" && "$GO" mod edit "${args[@]}" && "$GO" mod tidy)
+
 # --- etcd ------------------------------------------------------------------
 emod="$("$GO" mod download -json "go.etcd.io/etcd/server/v3@$etcd" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')"
 mkdir -p "$here/etcd"
 newmod "$here/etcd" reprieve.local/e2e/toolchain/etcd "$("$GO" mod edit -json "$emod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Go"])')"
 (cd "$here/etcd" && "$GO" mod edit -require="go.etcd.io/etcd/server/v3@$etcd" -tool=go.etcd.io/etcd/server/v3 && "$GO" mod tidy)
 
-echo "pin.sh: done; commit go.mod/go.sum, etcd/go.mod/go.sum" >&2
+echo "pin.sh: done; commit go.mod/go.sum, etcd/go.mod/go.sum, kubectl/go.mod/go.sum" >&2
