@@ -109,7 +109,7 @@ def _preemptor(view: ClusterView, parsed: kube.Pod, where: str) -> Pod:
         raise ConfigError(f"{where}: spec.nodeName is set ({spec.nodeName}); explain places a pending pod")
     if spec.priority is None and spec.priorityClassName and spec.priorityClassName not in view.priority_classes:
         raise ConfigError(f"{where}: spec.priorityClassName: no PriorityClass {spec.priorityClassName!r} in the snapshot")
-    return translate.pod_record(parsed, view.priority_classes)
+    return translate.pod_record(parsed, view.priority_classes, shared=False)
 
 
 def _from_request(view: ClusterView, path: Path, source: dict, rules: Rules | None, now: float | None) -> dict:

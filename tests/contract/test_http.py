@@ -301,3 +301,38 @@ def test_safe_answers_while_not_ready():
     text = client.get("/metrics").data.decode()
     for verb in ("filter", "prioritize", "preempt"):
         assert f'reprieve_not_ready_answers_total{{verb="{verb}"}} 1.0' in text
+
+
+def _series(metrics: Metrics) -> set[str]:
+    return {line.rsplit(" ", 1)[0] for line in metrics.exposition().decode().splitlines() if not line.startswith("#")}
+
+
+def _varied(i: int) -> dict[str, bytes]:
+    pod = {
+        "metadata": {"name": f"p{i}", "namespace": f"ns{i}", "uid": f"u{i}", "labels": {"app": f"a{i}"}},
+        "spec": {"priority": i, "containers": [{"resources": {"requests": {"cpu": f"{i}m"}}}]},
+    }
+    nodes = [f"node-{i}", "node-a"]
+    return {
+        "filter": body({"Pod": pod, "NodeNames": nodes}),
+        "prioritize": body({"Pod": pod, "Nodes": {"items": [{"metadata": {"name": n}} for n in nodes]}}),
+        "preempt": body({"Pod": pod, "NodeNameToMetaVictims": {n: {"Pods": [{"UID": f"v{i}"}]} for n in nodes}}),
+    }
+
+
+def test_request_data_never_becomes_a_metric_label(example_view):
+    metrics = Metrics()
+    client = create_app(Settings(), cluster=StaticCluster(example_view), metrics=metrics).test_client()
+    too_large = body({"Pod": POD, "NodeNames": ["n"] * (MAX_NODES + 1)})
+
+    def round_of(i: int) -> None:
+        for verb, data in _varied(i).items():
+            assert client.post(f"/{verb}", data=data).status_code == 200
+            client.post(f"/{verb}", data=data[:-1])  # 400
+            client.post(f"/{verb}", data=too_large)  # 413
+
+    round_of(0)
+    first = _series(metrics)
+    for i in range(1, 100):
+        round_of(i)
+    assert _series(metrics) == first
