@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-cache bench-burst clean
+.PHONY: run test unit e2e fuzz cluster cluster-down bench bench-cache bench-burst bench-memory clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -24,6 +24,11 @@ test: $(STAMP)
 ## Unit and contract tests only (no control plane).
 unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit tests/contract
+
+## The fuzz test at length: FUZZ_EXAMPLES bodies per verb (default 100,000; ~25 min) from a new seed.
+FUZZ_EXAMPLES ?= 100000
+fuzz: $(STAMP)
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_SEED=$${FUZZ_SEED:-$$(date +%s)} $(PY) -m pytest -q tests/contract/test_fuzz.py
 
 ## End-to-end tests against a real kube-apiserver and kube-scheduler built from upstream.
 e2e: $(STAMP)
