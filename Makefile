@@ -53,5 +53,10 @@ bench-cache: $(STAMP)
 bench-burst: $(STAMP)
 	$(PY) bench/burst.py
 
+## RSS of a served reprieve after 1,000 vs 100,000 varied requests (~5 min; docs/benchmarks.md).
+## BASELINE=REV runs the same against that revision first, side by side.
+bench-memory: $(STAMP)
+	$(PY) bench/memory.py $(if $(BASELINE),--baseline $(BASELINE))
+
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
