@@ -17,7 +17,7 @@ MAX_BODY_BYTES = 64 * 2**20
 MAX_NODES = 20_000
 
 # Victims proposed on one node, full Pods or UIDs (HTTP 413 beyond). A node runs at most
-# kubelet's maxPods (110 by default; the largest cloud nodes allow about 750).
+# kubelet's maxPods (110 by default, a few hundred on the largest managed nodes).
 MAX_VICTIMS_PER_NODE = 1_000
 
 # Characters of an error message in an answer; the rest is cut and counted.
