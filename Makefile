@@ -25,7 +25,7 @@ test: $(STAMP)
 unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit tests/contract
 
-## The fuzz test at length: FUZZ_EXAMPLES bodies per verb (default 100,000; ~25 min) from a new seed.
+## The fuzz test at length: FUZZ_EXAMPLES bodies per verb (default 100,000; ~20 min) from a new seed.
 FUZZ_EXAMPLES ?= 100000
 fuzz: $(STAMP)
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_SEED=$${FUZZ_SEED:-$$(date +%s)} $(PY) -m pytest -q tests/contract/test_fuzz.py
