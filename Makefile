@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-scale bench-victims bench-cache bench-burst bench-quality bench-slow image clean
+.PHONY: run test unit e2e cluster cluster-down bench bench-scale bench-victims bench-cache bench-burst bench-quality bench-slow image fuzz bench-memory clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -24,6 +24,11 @@ test: $(STAMP)
 ## Unit and contract tests only (no control plane).
 unit: $(STAMP)
 	$(PY) -m pytest -q tests/unit tests/contract
+
+## The fuzz test at length: FUZZ_EXAMPLES bodies per verb (default 100,000; ~20 min) from a new seed.
+FUZZ_EXAMPLES ?= 100000
+fuzz: $(STAMP)
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) FUZZ_SEED=$${FUZZ_SEED:-$$(date +%s)} $(PY) -m pytest -q tests/contract/test_fuzz.py
 
 ## End-to-end tests against a real kube-apiserver and kube-scheduler built from upstream.
 e2e: $(STAMP)
@@ -73,6 +78,11 @@ image:
 	done; \
 	if [ -z "$$found" ]; then echo "make image: neither docker nor podman is installed (apt-get install docker.io, or podman)" >&2; \
 	else echo "make image:$$found installed but cannot run here ('info' fails: no daemon, or no privileges)" >&2; fi; exit 1
+
+## RSS of a served reprieve after 1,000 vs 100,000 varied requests (~5 min; docs/benchmarks.md).
+## BASELINE=REV runs the same against that revision first, side by side.
+bench-memory: $(STAMP)
+	$(PY) bench/memory.py $(if $(BASELINE),--baseline $(BASELINE))
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

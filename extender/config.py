@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from extender.serving import limits
+
 
 class Mode(str, Enum):
     """Whether reprieve's decisions reach the scheduler."""
@@ -17,8 +19,7 @@ class Mode(str, Enum):
 class Settings:
     bind: str = "127.0.0.1:8888"
     threads: int = 4
-    # Non-cache-mode requests carry whole Node objects; 64 MiB is ~10,000 of them.
-    max_body_bytes: int = 64 * 2**20
+    max_body_bytes: int = limits.MAX_BODY_BYTES
     log_level: str = "INFO"
     # Seconds a live view may lag behind the API server (a broken watch, a relist) before
     # /readyz fails and the verbs give their safe answers.

@@ -2,6 +2,7 @@
 
     ReprieveError
     ├── BadRequest      a request body the extender protocol does not allow (HTTP 400)
+    │   └── TooLarge    a request over one of reprieve's size limits (HTTP 413)
     ├── SnapshotError   a snapshot file or object reprieve cannot use (startup stops)
     └── ConfigError     a command-line or configuration value that cannot work (startup stops)
 """
@@ -13,6 +14,10 @@ class ReprieveError(Exception):
 
 class BadRequest(ReprieveError):
     status = 400
+
+
+class TooLarge(BadRequest):
+    status = 413
 
 
 class SnapshotError(ReprieveError):

@@ -3,12 +3,18 @@
 cpu is counted in millicores and everything else in whole units (bytes for memory and
 ephemeral-storage, items for extended resources and pods), rounded up like upstream's
 ``Quantity.MilliValue()`` / ``Quantity.Value()``.
+
+The grammar is upstream's (k8s.io/apimachinery/pkg/api/resource, ``parseQuantityString``):
+ASCII digits only, an optional sign, a decimal or binary SI suffix or a decimal exponent.
+Two bounds upstream leaves to the request size: a quantity has at most ``MAX_CHARS``
+characters (the API server stores canonical forms, at most about 25), and its magnitude in
+milli-units fits an int64 (upstream caps larger values; reprieve refuses them).
 """
 
 from __future__ import annotations
 
 import re
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from decimal import ROUND_CEILING, Decimal, DecimalException
 
 CPU = "cpu"
 
@@ -31,10 +37,13 @@ _SUFFIX = {
     "E": Decimal("1e18"),
 }
 _MAX = Decimal(2) ** 63 / 1000
+MAX_CHARS = 64
 _QUANTITY = re.compile(
     r"^(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+))"
-    r"(?:(?P<exp>[eE][+-]?\d+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$"
+    r"(?:(?P<exp>[eE][+-]?\d+)|(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$",
+    re.ASCII,  # \d is 0-9, as upstream: no other script's digits
 )
+_SPACE = " \t\n\r\v\f"
 
 
 class QuantityError(ValueError):
@@ -45,7 +54,14 @@ def parse_quantity(text: str | int | float) -> Decimal:
     """The exact decimal value of a quantity such as ``500m``, ``4Gi`` or ``1e3``."""
     if isinstance(text, bool) or not isinstance(text, (str, int, float)):
         raise QuantityError(f"quantity must be a string or a number, not {type(text).__name__}")
-    match = _QUANTITY.match(str(text).strip())
+    if isinstance(text, int) and text.bit_length() > 63:  # before str(): a huge int is slow to print
+        raise QuantityError("the number is out of range")
+    text = str(text)
+    if len(text) > MAX_CHARS:
+        raise QuantityError(f"{shown(text)} is too long for a quantity ({len(text)} characters, at most {MAX_CHARS})")
+    if not text.isascii():
+        raise QuantityError(f"{text!r} is not a quantity: digits, sign and suffix are ASCII (examples: 500m, 2, 4Gi)")
+    match = _QUANTITY.match(text.strip(_SPACE))
     if match is None:
         raise QuantityError(f"{text!r} is not a quantity (examples: 500m, 2, 4Gi, 1e3)")
     try:
@@ -57,13 +73,18 @@ def parse_quantity(text: str | int | float) -> Decimal:
             value = value.scaleb(exponent)
         else:
             value = value * _SUFFIX[match["suffix"] or ""]
-    except InvalidOperation as exc:  # pragma: no cover - the regex admits only valid decimals
+    except DecimalException as exc:  # pragma: no cover - the regex and MAX_CHARS admit only small decimals
         raise QuantityError(f"{text!r} is not a quantity") from exc
     # Upstream quantities are int64 in milli-units at most; anything larger is a mistake, and
     # turning it into a huge integer later would stall the process.
     if value.copy_abs() >= _MAX:
         raise QuantityError(f"{text!r} is out of range")
     return value
+
+
+def shown(text: str, limit: int = 24) -> str:
+    """``text`` quoted for a message, cut to ``limit`` characters."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}..."
 
 
 def to_units(resource: str, text: str | int | float) -> int:

@@ -112,7 +112,7 @@ def _preemptor(view: ClusterView, where: str, parsed: kube.Pod, what: str) -> Po
         raise ConfigError(f"{what}: spec.nodeName is set ({spec.nodeName}); explain places a pending pod")
     if spec.priority is None and spec.priorityClassName and spec.priorityClassName not in view.priority_classes:
         raise ConfigError(f"{what}: spec.priorityClassName: no PriorityClass {spec.priorityClassName!r} in {where}")
-    return translate.pod_record(parsed, view.priority_classes)
+    return translate.pod_record(parsed, view.priority_classes, shared=False)
 
 
 def _from_request(view: ClusterView, where: str, path: Path, source: dict, rules: Rules | None, now: float | None) -> dict:

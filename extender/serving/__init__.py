@@ -7,6 +7,7 @@
     wsgi        calling the app with a request that has arrived whole
     tls         the serving certificate, reloaded when its files change
     wire        the kube-scheduler extender v1 wire types
+    limits      how much one request may ask, and how much of it comes back
     verbs/      one module per verb
     metrics     Prometheus metrics, one registry per app
     logs        one JSON object per line

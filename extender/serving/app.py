@@ -58,7 +58,7 @@ def create_app(
             code = 200
             try:
                 body = handler(
-                    request.get_data(cache=False),
+                    _read_body(),
                     Context(cluster.view(), metrics, log, standings, ledger, settings.mode, started),
                 )
             except BadRequest as exc:
@@ -109,3 +109,14 @@ def create_app(
         return Response(wire.error_body(f"internal error: {type(exc).__name__}"), status=500, mimetype=JSON)
 
     return app
+
+
+def _read_body() -> bytes:
+    """The request body; a body the server cannot read (a malformed chunk, a client gone
+    mid-body) is the client's error, not reprieve's."""
+    try:
+        return request.get_data(cache=False)
+    except HTTPException:  # werkzeug's own: 413 over MAX_CONTENT_LENGTH, 400 on a short body
+        raise
+    except Exception as exc:  # the server's body reader; gunicorn raises its own ParseException types
+        raise BadRequest(f"cannot read the request body: {type(exc).__name__}: {exc}") from None

@@ -1,11 +1,46 @@
-"""Structured logging: one JSON object per line."""
+"""Structured logging: one JSON object per line, every field bounded.
+
+Strings are cut to LOG_STRING_CHARS characters and lists and maps to their first
+LOG_ITEMS entries, each cut saying how much it left out, so that no request (a huge name,
+20,000 unknown nodes) can write an unbounded line; a traceback keeps its last
+LOG_TRACEBACK_CHARS characters. Integers beyond 64 bits are written as strings rather than
+losing the line.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
+from itertools import islice
 
 import orjson
+
+LOG_STRING_CHARS = 1_024
+LOG_ITEMS = 1_000
+LOG_TRACEBACK_CHARS = 8_192  # the end of a traceback, where the exception is
+_INT64 = range(-(2**63), 2**64)  # what orjson writes as a number
+
+
+def bounded(value):
+    """``value`` with every string, list and map cut to the limits above."""
+    kind = type(value)
+    if kind is str:
+        if len(value) <= LOG_STRING_CHARS:
+            return value
+        return f"{value[:LOG_STRING_CHARS]}... ({len(value) - LOG_STRING_CHARS} more characters)"
+    if kind is dict:
+        out = {bounded(k) if type(k) is str else k: bounded(v) for k, v in islice(value.items(), LOG_ITEMS)}
+        if len(value) > LOG_ITEMS:
+            out["..."] = f"{len(value) - LOG_ITEMS} more entries"
+        return out
+    if kind is list or kind is tuple:
+        out = [bounded(v) for v in islice(value, LOG_ITEMS)]
+        if len(value) > LOG_ITEMS:
+            out.append(f"... {len(value) - LOG_ITEMS} more entries")
+        return out
+    if kind is int and value not in _INT64:
+        return str(value)
+    return value
 
 
 class JsonFormatter(logging.Formatter):
@@ -17,8 +52,10 @@ class JsonFormatter(logging.Formatter):
             "msg": record.getMessage(),
         }
         entry.update(getattr(record, "fields", {}))
+        entry = bounded(entry)
         if record.exc_info:
-            entry["exc"] = self.formatException(record.exc_info)
+            trace = self.formatException(record.exc_info)
+            entry["exc"] = trace if len(trace) <= LOG_TRACEBACK_CHARS else "..." + trace[-LOG_TRACEBACK_CHARS:]
         return orjson.dumps(entry, default=str).decode()
 
 

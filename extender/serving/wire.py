@@ -4,36 +4,73 @@ The Go types have no json tags, so the keys are the Go field names in PascalCase
 field is always present and unused ones are ``null``. Embedded Pods and Nodes keep their
 own camelCase keys. Requests are validated strictly; answers are built as plain dicts in
 the Go field order and serialised with orjson (integers stay integers).
+
+Whatever an answer echoes back (node names, UIDs, whole Node objects) is checked on the way
+in, so that every answer can be written; extender.serving.limits bounds the sizes.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
 
 import orjson
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
 
+from extender.errors import BadRequest, TooLarge
+from extender.serving.limits import MAX_ERROR_CHARS, MAX_NODES, MAX_VICTIMS_PER_NODE
 from extender.state import kube
-from extender.errors import BadRequest
+
+_INT64 = range(-(2**63), 2**63)
 
 
 class _Wire(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
+def _echoable(value: Any) -> str | None:
+    """Where in ``value`` is something an answer must not carry: an integer beyond int64
+    (orjson cannot write one past 64 bits, Go cannot read one past 63) or NaN/Infinity (JSON
+    has none). None if nothing; depth is bounded by the JSON parser."""
+    if type(value) is dict:
+        for key, item in value.items():
+            if (where := _echoable(item)) is not None:
+                return f"{key}.{where}" if where else key
+    elif type(value) is list:
+        for i, item in enumerate(value):
+            if (where := _echoable(item)) is not None:
+                return f"{i}.{where}" if where else str(i)
+    elif type(value) is int:
+        return None if value in _INT64 else ""
+    elif type(value) is float:
+        return None if math.isfinite(value) else ""
+    return None
+
+
+def _node_item(item: dict[str, Any]) -> dict[str, Any]:
+    """A Node echoed back as sent (nodeCacheCapable: false): named, and writable as JSON."""
+    meta = item.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name:
+        raise ValueError("metadata.name: required")
+    if len(name) > 253:
+        raise ValueError(f"metadata.name: {len(name)} characters, at most 253")
+    if (where := _echoable(item)) is not None:
+        raise ValueError(f"{where}: an integer beyond int64, or NaN/Infinity, cannot be sent back")
+    return item
+
+
+NodeName = Annotated[StrictStr, Field(min_length=1, max_length=253)]
+UID = Annotated[StrictStr, Field(max_length=253)]
+
+
 class NodeList(_Wire):
-    items: list[dict[str, Any]] | None = None
+    items: Annotated[list[Annotated[dict[str, Any], AfterValidator(_node_item)]], Field(max_length=MAX_NODES)] | None = None
 
     def names(self) -> list[str]:
-        names = []
-        for i, item in enumerate(self.items or ()):
-            name = (item.get("metadata") or {}).get("name") if isinstance(item.get("metadata"), dict) else None
-            if not isinstance(name, str) or not name:
-                raise BadRequest(f"Nodes.items.{i}.metadata.name: required")
-            names.append(name)
-        return names
+        return [item["metadata"]["name"] for item in self.items or ()]  # checked by _node_item
 
 
 class ExtenderArgs(_Wire):
@@ -41,7 +78,7 @@ class ExtenderArgs(_Wire):
 
     pod: kube.Pod | None = Field(None, alias="Pod")
     nodes: NodeList | None = Field(None, alias="Nodes")
-    node_names: list[StrictStr] | None = Field(None, alias="NodeNames")
+    node_names: list[NodeName] | None = Field(None, alias="NodeNames", max_length=MAX_NODES)
 
     @model_validator(mode="after")
     def _complete(self) -> "ExtenderArgs":
@@ -61,7 +98,7 @@ class ExtenderArgs(_Wire):
 
 
 class MetaPod(_Wire):
-    uid: StrictStr = Field(alias="UID")
+    uid: UID = Field(alias="UID")
 
 
 # int64 on the wire; a count of pods, so never negative.
@@ -69,12 +106,12 @@ Count = Annotated[StrictInt, Field(ge=0, lt=2**63)]
 
 
 class MetaVictims(_Wire):
-    pods: list[MetaPod] | None = Field(None, alias="Pods")
+    pods: list[MetaPod] | None = Field(None, alias="Pods", max_length=MAX_VICTIMS_PER_NODE)
     num_pdb_violations: Count = Field(0, alias="NumPDBViolations")
 
 
 class VictimPodMeta(_Wire):
-    uid: StrictStr = ""
+    uid: UID = ""
 
 
 class VictimPod(_Wire):
@@ -82,14 +119,16 @@ class VictimPod(_Wire):
 
 
 class Victims(_Wire):
-    pods: list[VictimPod] | None = Field(None, alias="Pods")
+    pods: list[VictimPod] | None = Field(None, alias="Pods", max_length=MAX_VICTIMS_PER_NODE)
     num_pdb_violations: Count = Field(0, alias="NumPDBViolations")
 
 
 class ExtenderPreemptionArgs(_Wire):
     pod: kube.Pod | None = Field(None, alias="Pod")
-    node_to_victims: dict[StrictStr, Victims] | None = Field(None, alias="NodeNameToVictims")
-    node_to_meta_victims: dict[StrictStr, MetaVictims] | None = Field(None, alias="NodeNameToMetaVictims")
+    node_to_victims: dict[NodeName, Victims] | None = Field(None, alias="NodeNameToVictims", max_length=MAX_NODES)
+    node_to_meta_victims: dict[NodeName, MetaVictims] | None = Field(
+        None, alias="NodeNameToMetaVictims", max_length=MAX_NODES
+    )
 
     @model_validator(mode="after")
     def _complete(self) -> "ExtenderPreemptionArgs":
@@ -110,13 +149,16 @@ class ExtenderPreemptionArgs(_Wire):
 
 
 def parse(model: type[BaseModel], body: bytes) -> Any:
-    """Validate a request body, turning every way it can be wrong into BadRequest."""
+    """Validate a request body, turning every way it can be wrong into BadRequest (TooLarge
+    when a list or map is longer than reprieve's limits)."""
     if not body:
         raise BadRequest("empty request body: expected a JSON object")
     try:
         return model.model_validate_json(body)
     except pydantic.ValidationError as exc:
-        raise BadRequest(kube.describe_validation(exc)) from None
+        # "too_long" is a list or map over its limit; strings over theirs are "string_too_long".
+        error = TooLarge if any(e["type"] == "too_long" for e in exc.errors(include_input=False)) else BadRequest
+        raise error(kube.describe_validation(exc)) from None
 
 
 def filter_result(
@@ -161,4 +203,7 @@ def preemption_result(victims: Mapping[str, tuple[Iterable[str], int]]) -> bytes
 
 
 def error_body(message: str) -> bytes:
+    """``{"Error": message}``, the message cut to MAX_ERROR_CHARS characters."""
+    if len(message) > MAX_ERROR_CHARS:
+        message = f"{message[:MAX_ERROR_CHARS]}... ({len(message) - MAX_ERROR_CHARS} more characters)"
     return orjson.dumps({"Error": message})

@@ -9,18 +9,29 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import pydantic
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, StrictBool, StrictInt, StrictStr
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from policy.quantity import parse_quantity
 
 
 def _quantity(value: str | int | float) -> str | int | float:
-    parse_quantity(value)  # raises ValueError with a message naming the bad text
+    # parse_quantity raises ValueError with a message naming the bad text.
+    if parse_quantity(value) < 0:  # ValidateNonnegativeQuantity: requests, limits, overhead, allocatable
+        raise ValueError(f"{value!r} must not be negative")
     return value
 
 
 Quantity = Annotated[StrictStr | StrictInt | float, AfterValidator(_quantity)]
-ResourceList = dict[StrictStr, Quantity]
+# The API server's own bounds, so that whatever it accepts passes and nothing else is echoed
+# back, logged or remembered at any size: names are DNS subdomains (253 characters),
+# namespaces and label values DNS labels (63), label keys and resource names qualified names
+# (a 253-character prefix, "/", and 63 characters).
+Name = Annotated[StrictStr, Field(max_length=253)]
+Namespace = Annotated[StrictStr, Field(max_length=63)]
+QualifiedName = Annotated[StrictStr, Field(max_length=317)]
+LabelValue = Annotated[StrictStr, Field(max_length=63)]
+Int32 = Annotated[StrictInt, Field(ge=-(2**31), le=2**31 - 1)]  # priority, PriorityClass value, ports
+ResourceList = dict[QualifiedName, Quantity]
 
 
 class _Object(BaseModel):
@@ -28,15 +39,15 @@ class _Object(BaseModel):
 
 
 class OwnerReference(_Object):
-    uid: StrictStr = ""
+    uid: Name = ""
     controller: StrictBool | None = None
 
 
 class ObjectMeta(_Object):
-    name: StrictStr = ""
-    namespace: StrictStr = ""
-    uid: StrictStr = ""
-    labels: dict[StrictStr, StrictStr] | None = None
+    name: Name = ""
+    namespace: Namespace = ""
+    uid: Name = ""
+    labels: dict[QualifiedName, LabelValue] | None = None
     creationTimestamp: AwareDatetime | None = None
     deletionTimestamp: AwareDatetime | None = None
     ownerReferences: list[OwnerReference] | None = None
@@ -54,7 +65,7 @@ class ResourceRequirements(_Object):
 
 
 class ContainerPort(_Object):
-    hostPort: StrictInt | None = None
+    hostPort: Int32 | None = None
 
 
 class Container(_Object):
@@ -78,9 +89,9 @@ class TopologySpreadConstraint(_Object):
 
 
 class PodSpec(_Object):
-    nodeName: StrictStr | None = None
-    priority: StrictInt | None = None
-    priorityClassName: StrictStr | None = None
+    nodeName: Name | None = None
+    priority: Int32 | None = None
+    priorityClassName: Name | None = None
     preemptionPolicy: StrictStr | None = None
     containers: list[Container] | None = None
     initContainers: list[Container] | None = None
@@ -95,7 +106,7 @@ class PodSpec(_Object):
 class PodStatus(_Object):
     phase: StrictStr | None = None
     qosClass: Literal["BestEffort", "Burstable", "Guaranteed"] | None = None
-    nominatedNodeName: StrictStr | None = None
+    nominatedNodeName: Name | None = None
     startTime: AwareDatetime | None = None
 
 
@@ -130,7 +141,7 @@ class PodDisruptionBudgetSpec(_Object):
 
 
 class PodDisruptionBudgetStatus(_Object):
-    disruptionsAllowed: StrictInt = 0
+    disruptionsAllowed: Int32 = 0
     disruptedPods: dict[StrictStr, Any] | None = None
 
 
@@ -142,7 +153,7 @@ class PodDisruptionBudget(_Object):
 
 class PriorityClass(_Object):
     metadata: AnnotatedMeta = AnnotatedMeta()
-    value: StrictInt
+    value: Int32
     globalDefault: StrictBool | None = None
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Mapping
 
 from extender.state import kube
@@ -19,21 +18,24 @@ _NODE_LIMITED_VOLUMES = frozenset(
 )
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
-# Records of a large cluster repeat the same small values: share them (see _shared).
-_SHARED: dict = {}
-_SHARED_LIMIT = 200_000
+# Records of a large cluster repeat the same small values: share them. Each table keeps the
+# SHARED_ENTRIES most recently used values (a value that falls out is only no longer shared:
+# the records holding it keep it), so churn cannot grow them (docs/input-limits.md).
+SHARED_ENTRIES = 32_768
 
 
-def _shared(key, make):
-    """One immutable value per key, so that 150,000 pods hold a few hundred distinct vectors
-    and label maps (half the memory of a live view). The table is emptied when it grows
-    large: sharing is only a saving."""
-    value = _SHARED.get(key)
-    if value is None:
-        if len(_SHARED) >= _SHARED_LIMIT:
-            _SHARED.clear()
-        value = _SHARED[key] = make()
-    return value
+@functools.lru_cache(maxsize=SHARED_ENTRIES)
+def _shared_mapping(items: tuple[tuple[str, str | int], ...]) -> Mapping[str, str | int]:
+    """One dict per distinct label set or resource vector, so that 150,000 pods hold a few
+    thousand (half the memory of a live view)."""
+    return dict(items)
+
+
+@functools.lru_cache(maxsize=SHARED_ENTRIES)
+def _shared_name(text: str) -> str:
+    """One string object per node name, namespace or class name. Not sys.intern: CPython 3.12
+    makes interned strings immortal, so every name ever seen would stay."""
+    return text
 
 
 @functools.lru_cache(maxsize=4096, typed=True)
@@ -45,18 +47,16 @@ def vector(quantities: Mapping[str, str | int | float] | None) -> dict[str, int]
     return {name: _units(name, q) for name, q in (quantities or {}).items()}
 
 
-def _share_vector(v: dict[str, int]) -> Mapping[str, int]:
-    return _shared(("v", *sorted(v.items())), lambda: v)
+def _share_mapping(mapping: Mapping | None) -> Mapping:
+    return _shared_mapping(tuple(sorted(mapping.items()))) if mapping else {}
 
 
-def _share_labels(labels: Mapping[str, str] | None) -> Mapping[str, str]:
-    if not labels:
-        return {}
-    return _shared(("l", *sorted(labels.items())), lambda: dict(labels))
+def _share_name(text: str | None) -> str | None:
+    return _shared_name(text) if text else None
 
 
-def _intern(text: str | None) -> str | None:
-    return sys.intern(text) if text else None
+def _as_is(value):
+    return value
 
 
 def _requests_and_limits(rr: kube.ResourceRequirements | None) -> tuple[dict[str, int], dict[str, int]]:
@@ -73,7 +73,10 @@ def is_terminal(pod: kube.Pod) -> bool:
     return pod.status.phase in _TERMINAL_PHASES
 
 
-def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass]) -> model.Pod:
+def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, shared: bool = True) -> model.Pod:
+    """The policy record of ``pod``. ``shared=False`` for a pod that lives only as long as one
+    request (the preemptor): its values are not worth a place in the shared tables."""
+    share, name = (_share_mapping, _share_name) if shared else (_as_is, _as_is)
     spec, meta, status = pod.spec, pod.metadata, pod.status
     containers = [_requests_and_limits(c.resources) for c in spec.containers or ()]
     inits = [(c, _requests_and_limits(c.resources)) for c in spec.initContainers or ()]
@@ -91,22 +94,22 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass]) -> mod
     return model.Pod(
         uid=meta.uid,
         name=meta.name,
-        namespace=sys.intern(meta.namespace or "default"),  # shared by many pods
+        namespace=name(meta.namespace or "default"),
         priority=model.resolve_priority(
             spec_priority=spec.priority, class_name=spec.priorityClassName or "", classes=classes
         ),
-        requests=_share_vector(requests),
+        requests=share(requests),
         qos=qos,
-        labels=_share_labels(meta.labels),
-        node_name=_intern(spec.nodeName),
-        nominated_node_name=_intern(status.nominatedNodeName),
+        labels=share(meta.labels) if meta.labels else {},
+        node_name=name(spec.nodeName) or None,
+        nominated_node_name=name(status.nominatedNodeName) or None,
         start_time=status.startTime.timestamp() if status.startTime else None,
         created=meta.creationTimestamp.timestamp() if meta.creationTimestamp else None,
         terminating=meta.deletionTimestamp is not None,
         preemption_never=spec.preemptionPolicy == "Never",
         unmodelled=_unmodelled(spec),
-        priority_class=sys.intern(spec.priorityClassName or ""),
-        owner=_intern(next((o.uid for o in meta.ownerReferences or () if o.controller), None)),
+        priority_class=name(spec.priorityClassName) or "",
+        owner=name(next((o.uid for o in meta.ownerReferences or () if o.controller), None)) or None,
     )
 
 
@@ -134,7 +137,7 @@ def _unmodelled(spec: kube.PodSpec) -> tuple[str, ...]:
 
 
 def node_record(node: kube.Node) -> model.Node:
-    return model.Node(name=sys.intern(node.metadata.name), allocatable=_share_vector(vector(node.status.allocatable)))
+    return model.Node(name=_shared_name(node.metadata.name), allocatable=_share_mapping(vector(node.status.allocatable)))
 
 
 def selector(sel: kube.LabelSelector | None) -> Selector:

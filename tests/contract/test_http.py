@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import orjson
 import pytest
 
 from extender.serving.app import create_app
 from extender.state.source import StaticCluster
 from extender.config import Settings
+from extender.serving.limits import MAX_ERROR_CHARS, MAX_NODES, MAX_VICTIMS_PER_NODE
 from extender.serving.metrics import Metrics
 from tests.conftest import ROOT
 
@@ -19,6 +22,11 @@ def body(obj) -> bytes:
     return orjson.dumps(obj)
 
 
+def raw_json(obj) -> bytes:
+    """JSON orjson will not write: integers beyond 64 bits."""
+    return json.dumps(obj).encode()
+
+
 BAD = [
     pytest.param("filter", b"", "empty request body", id="empty-body"),
     pytest.param("filter", b"{not json", "Invalid JSON", id="not-json"),
@@ -28,7 +36,7 @@ BAD = [
     pytest.param("filter", body({"Pod": POD, "Nodes": None, "NodeNames": None}), "one of NodeNames", id="filter-without-nodes"),
     pytest.param("filter", body({"Pod": POD, "NodeNames": "node-a"}), "NodeNames: Input should be a valid array", id="names-not-a-list"),
     pytest.param("filter", body({"Pod": POD, "NodeNames": [1]}), "NodeNames.0: Input should be a valid string", id="name-not-a-string"),
-    pytest.param("filter", body({"Pod": POD, "Nodes": {"items": [{"metadata": {}}]}}), "Nodes.items.0.metadata.name: required", id="node-without-name"),
+    pytest.param("filter", body({"Pod": POD, "Nodes": {"items": [{"metadata": {}}]}}), "Nodes.items.0: metadata.name: required", id="node-without-name"),
     pytest.param("prioritize", body({"Pod": {"spec": {"priority": "high"}}, "NodeNames": []}), "Pod.spec.priority", id="priority-wrong-type"),
     pytest.param(
         "prioritize",
@@ -71,6 +79,90 @@ BAD = [
         body({"Pod": {"spec": {"containers": [{"resources": {"requests": {"cpu": "99999999999999999999Ei"}}}]}}, "NodeNameToMetaVictims": {}}),
         "is out of range",
         id="quantity-beyond-int64",
+    ),
+    # Found by fuzzing a served app (issue 12): the first three were 500s, the rest accepted.
+    pytest.param(
+        "filter",
+        raw_json({"Pod": POD, "Nodes": {"items": [{"metadata": {"name": "n"}, "status": {"x": 2**64}}]}}),
+        "Nodes.items.0: status.x: an integer beyond int64",
+        id="echoed-integer-beyond-uint64",
+    ),
+    pytest.param(
+        "filter",
+        raw_json({"Pod": POD, "Nodes": {"items": [{"metadata": {"name": "n"}, "spec": {"x": [-(2**63) - 1]}}]}}),
+        "Nodes.items.0: spec.x.0: an integer beyond int64",
+        id="echoed-integer-below-int64",
+    ),
+    pytest.param(
+        "filter",
+        raw_json({"Pod": POD, "Nodes": {"items": [{"metadata": {"name": "n"}, "status": {"x": 2**63}}]}}),
+        "an integer beyond int64",
+        id="echoed-integer-beyond-int64",
+    ),
+    pytest.param(
+        "filter",
+        b'{"Pod":{},"Nodes":{"items":[{"metadata":{"name":"n"},"x":NaN}]}}',
+        "Nodes.items.0: x: an integer beyond int64, or NaN/Infinity",
+        id="echoed-nan",
+    ),
+    pytest.param(
+        "filter",
+        body({"Pod": {"spec": {"containers": [{"resources": {"requests": {"cpu": "1" * 1_000_000 + "k"}}}]}}, "NodeNames": []}),
+        "is too long for a quantity (1000001 characters, at most 64)",
+        id="million-digit-quantity",
+    ),
+    pytest.param(
+        "filter",
+        raw_json({"Pod": {"spec": {"containers": [{"resources": {"requests": {"cpu": 10**40}}}]}}, "NodeNames": []}),
+        "requests.cpu: the number is out of range",
+        id="huge-integer-quantity",
+    ),
+    pytest.param("filter", raw_json({"Pod": {"spec": {"priority": 2**70}}, "NodeNames": []}), "Pod.spec.priority: Input should be less than or equal to 2147483647", id="priority-beyond-int64"),
+    pytest.param("filter", body({"Pod": {"spec": {"priority": 2**31}}, "NodeNames": []}), "Pod.spec.priority: Input should be less than or equal to 2147483647", id="priority-beyond-int32"),
+    pytest.param("filter", body({"Pod": {"spec": {"priority": -(2**31) - 1}}, "NodeNames": []}), "greater than or equal to -2147483648", id="priority-below-int32"),
+    pytest.param(
+        "filter",
+        body({"Pod": {"spec": {"containers": [{"resources": {"requests": {"memory": "-1Gi"}}}]}}, "NodeNames": []}),
+        "requests.memory: '-1Gi' must not be negative",
+        id="negative-request",
+    ),
+    pytest.param(
+        "filter",
+        body({"Pod": {"spec": {"overhead": {"cpu": -1}}}, "NodeNames": []}),
+        "Pod.spec.overhead.cpu: -1 must not be negative",
+        id="negative-overhead",
+    ),
+    pytest.param(
+        "filter",
+        body({"Pod": {"spec": {"containers": [{"resources": {"requests": {"cpu": "\u0661\u0662"}}}]}}, "NodeNames": []}),
+        "is not a quantity: digits, sign and suffix are ASCII",
+        id="arabic-indic-digits",
+    ),
+    pytest.param(
+        "filter",
+        body({"Pod": {"spec": {"containers": [{"resources": {"requests": {"cpu": "\uff11"}}}]}}, "NodeNames": []}),
+        "is not a quantity",
+        id="fullwidth-digit",
+    ),
+    pytest.param("filter", body({"Pod": POD, "NodeNames": ["n" * 254]}), "NodeNames.0: String should have at most 253 characters", id="node-name-too-long"),
+    pytest.param("filter", body({"Pod": POD, "NodeNames": [""]}), "NodeNames.0: String should have at least 1 character", id="empty-node-name"),
+    pytest.param(
+        "preempt",
+        body({"Pod": POD, "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": "u" * 254}]}}}),
+        "UID: String should have at most 253 characters",
+        id="uid-too-long",
+    ),
+    pytest.param(
+        "filter",
+        body({"Pod": {"metadata": {"namespace": "n" * 64}}, "NodeNames": []}),
+        "Pod.metadata.namespace: String should have at most 63 characters",
+        id="namespace-too-long",
+    ),
+    pytest.param(
+        "filter",
+        body({"Pod": {"metadata": {"labels": {"app": "v" * 64}}}, "NodeNames": []}),
+        "Pod.metadata.labels.app: String should have at most 63 characters",
+        id="label-value-too-long",
     ),
 ]
 
@@ -117,6 +209,57 @@ def test_oversized_body_is_a_413_counted_as_such(example_view):
     assert 'reprieve_requests_total{code="413",verb="filter"} 1.0' in metrics.exposition().decode()
 
 
+@pytest.mark.parametrize(
+    "verb, data, message",
+    [
+        pytest.param("filter", body({"Pod": POD, "NodeNames": ["n"] * (MAX_NODES + 1)}), "NodeNames: List should have at most 20000 items", id="node-names"),
+        pytest.param(
+            "prioritize",
+            body({"Pod": POD, "Nodes": {"items": [{"metadata": {"name": f"n{i}"}} for i in range(MAX_NODES + 1)]}}),
+            "Nodes.items: List should have at most 20000 items",
+            id="node-items",
+        ),
+        pytest.param(
+            "preempt",
+            body({"Pod": POD, "NodeNameToMetaVictims": {f"n{i}": {"Pods": []} for i in range(MAX_NODES + 1)}}),
+            "NodeNameToMetaVictims: Dictionary should have at most 20000 items",
+            id="candidate-nodes",
+        ),
+        pytest.param(
+            "preempt",
+            body({"Pod": POD, "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": "u"}] * (MAX_VICTIMS_PER_NODE + 1)}}}),
+            "NodeNameToMetaVictims.n.Pods: List should have at most 1000 items",
+            id="meta-victims-per-node",
+        ),
+        pytest.param(
+            "preempt",
+            body({"Pod": POD, "NodeNameToVictims": {"n": {"Pods": [{"metadata": {"uid": "u"}}] * (MAX_VICTIMS_PER_NODE + 1)}}}),
+            "NodeNameToVictims.n.Pods: List should have at most 1000 items",
+            id="victim-pods-per-node",
+        ),
+    ],
+)
+def test_requests_over_the_limits_are_413_with_a_json_message(client, verb, data, message):
+    response = client.post(f"/{verb}", data=data)
+    assert response.status_code == 413, response.data[:300]
+    assert message in orjson.loads(response.data)["Error"]
+
+
+def test_requests_at_the_limits_are_answered(client):
+    names = [f"n{i}" for i in range(MAX_NODES)]
+    assert client.post("/filter", data=body({"Pod": POD, "NodeNames": names})).status_code == 200
+    victims = {"n": {"Pods": [{"UID": f"u{i}"} for i in range(MAX_VICTIMS_PER_NODE)]}}
+    assert client.post("/preempt", data=body({"Pod": POD, "NodeNameToMetaVictims": victims})).status_code == 200
+
+
+def test_error_bodies_are_cut_to_a_documented_length(client):
+    key = "k" * 1_000_000  # the map key is part of the error's location
+    response = client.post("/preempt", data=body({"Pod": POD, "NodeNameToMetaVictims": {key: {"Pods": 1}}}))
+    assert response.status_code == 400
+    error = orjson.loads(response.data)["Error"]
+    assert len(error) < MAX_ERROR_CHARS + 50 and error.endswith("more characters)")
+
+
 def test_other_routes_and_methods_answer_json(client):
     assert client.get("/filter").status_code == 405
     missing = client.post("/bind", data=b"{}")
@@ -158,3 +301,38 @@ def test_safe_answers_while_not_ready():
     text = client.get("/metrics").data.decode()
     for verb in ("filter", "prioritize", "preempt"):
         assert f'reprieve_not_ready_answers_total{{verb="{verb}"}} 1.0' in text
+
+
+def _series(metrics: Metrics) -> set[str]:
+    return {line.rsplit(" ", 1)[0] for line in metrics.exposition().decode().splitlines() if not line.startswith("#")}
+
+
+def _varied(i: int) -> dict[str, bytes]:
+    pod = {
+        "metadata": {"name": f"p{i}", "namespace": f"ns{i}", "uid": f"u{i}", "labels": {"app": f"a{i}"}},
+        "spec": {"priority": i, "containers": [{"resources": {"requests": {"cpu": f"{i}m"}}}]},
+    }
+    nodes = [f"node-{i}", "node-a"]
+    return {
+        "filter": body({"Pod": pod, "NodeNames": nodes}),
+        "prioritize": body({"Pod": pod, "Nodes": {"items": [{"metadata": {"name": n}} for n in nodes]}}),
+        "preempt": body({"Pod": pod, "NodeNameToMetaVictims": {n: {"Pods": [{"UID": f"v{i}"}]} for n in nodes}}),
+    }
+
+
+def test_request_data_never_becomes_a_metric_label(example_view):
+    metrics = Metrics()
+    client = create_app(Settings(), cluster=StaticCluster(example_view), metrics=metrics).test_client()
+    too_large = body({"Pod": POD, "NodeNames": ["n"] * (MAX_NODES + 1)})
+
+    def round_of(i: int) -> None:
+        for verb, data in _varied(i).items():
+            assert client.post(f"/{verb}", data=data).status_code == 200
+            client.post(f"/{verb}", data=data[:-1])  # 400
+            client.post(f"/{verb}", data=too_large)  # 413
+
+    round_of(0)
+    first = _series(metrics)
+    for i in range(1, 100):
+        round_of(i)
+    assert _series(metrics) == first

@@ -42,7 +42,7 @@ def test_an_empty_file_means_defaults():
         pytest.param("queues: [{name: a, wieght: 2}]", "queues[0] (a).wieght: Extra inputs are not permitted", id="typo"),
         pytest.param("queues: [{name: a, weight: 0}]", "queues[0] (a).weight: Input should be greater than or equal to 1", id="weight"),
         pytest.param("queues: [{name: a, guaranteed: {cpu: lots}}]", "queues[0] (a).guaranteed.cpu: 'lots' is not a quantity", id="quantity"),
-        pytest.param("queues: [{name: a, guaranteed: {cpu: '-1'}}]", "queues[0] (a).guaranteed.cpu: must not be negative", id="negative"),
+        pytest.param("queues: [{name: a, guaranteed: {cpu: '-1'}}]", "queues[0] (a).guaranteed.cpu: '-1' must not be negative", id="negative"),
         pytest.param("queues: [{name: a, preemption: fenced}]", "queues[0] (a).preemption: Input should be 'default', 'fence' or 'disabled'", id="policy"),
         pytest.param("queues: [{name: a, parent: b}]", "queues[0] (a).parent: no queue is named b", id="parent"),
         pytest.param("queues: [{name: a, parent: b}, {name: b, parent: a}]", "the hierarchy loops: a -> b -> a", id="loop"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from policy.qos import QoS, compute_qos
@@ -33,6 +35,30 @@ def test_quantities(resource, text, expected):
 def test_bad_quantities(text):
     with pytest.raises(QuantityError):
         to_units("cpu", text)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        # upstream's parseQuantityString reads only '0'..'9'; Python's \d and Decimal read any script's digits
+        pytest.param("\u0661\u0662", "digits, sign and suffix are ASCII", id="arabic-indic"),
+        pytest.param("\uff15Gi", "digits, sign and suffix are ASCII", id="fullwidth"),
+        pytest.param("\u00a05", "digits, sign and suffix are ASCII", id="no-break-space"),
+        # a million digits overflowed decimal's context (decimal.Overflow is no ValueError)
+        pytest.param("1" * 1_000_000 + "k", "is too long for a quantity (1000001 characters, at most 64)", id="million-digits"),
+        pytest.param("0." + "0" * 63 + "1", "at most 64", id="long-fraction"),
+        pytest.param(2**70, "out of range", id="huge-integer"),
+        pytest.param(10**4400, "out of range", id="beyond-int-str-limit"),
+    ],
+)
+def test_quantities_as_the_api_server_reads_them(text, message):
+    with pytest.raises(QuantityError, match=re.escape(message)) as caught:
+        to_units("cpu", text)
+    assert len(str(caught.value)) < 200  # never the whole text back
+
+
+def test_longest_quantity_still_parses():
+    assert to_units("memory", " " + "0" * 61 + "1 ") == 1  # 64 characters, surrounding spaces stripped as upstream
 
 
 @pytest.mark.parametrize(

@@ -99,6 +99,24 @@ def test_qos_and_requests_from_the_api_shape(tmp_path):
         ),
         pytest.param(raw_pod("bad", priority="high"), "(Pod ns/bad): spec.priority", id="wrong-type"),
         pytest.param(
+            raw_pod("bad", priority=2**31), "(Pod ns/bad): spec.priority: Input should be less than or equal to 2147483647", id="priority-beyond-int32"
+        ),
+        pytest.param(
+            raw_pod("bad", containers=[{"name": "c", "resources": {"requests": {"cpu": "-500m"}}}]),
+            "(Pod ns/bad): spec.containers.0.resources.requests.cpu: '-500m' must not be negative",
+            id="negative-request",
+        ),
+        pytest.param(
+            raw_pod("bad", containers=[{"name": "c", "resources": {"limits": {"memory": "1" * 100_000}}}]),
+            "(Pod ns/bad): spec.containers.0.resources.limits.memory: '111111111111111111111111'... is too long",
+            id="huge-quantity",
+        ),
+        pytest.param(
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "\u0664"}}},
+            "(Node n1): status.allocatable.cpu: '\u0664' is not a quantity",
+            id="non-ascii-allocatable",
+        ),
+        pytest.param(
             {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "nouid", "namespace": "ns"}},
             "(Pod ns/nouid): metadata.uid: required",
             id="pod-without-uid",

@@ -15,7 +15,7 @@ def handle(body: bytes, ctx: Context) -> bytes:
     names = args.candidate_names()
     if ctx.view is None:
         return ctx.not_ready("filter", lambda: _stock(args, names))
-    pod = translate.pod_record(args.pod, ctx.view.priority_classes)
+    pod = translate.pod_record(args.pod, ctx.view.priority_classes, shared=False)
     decision = filter_nodes(view=ctx.view, pod=pod, node_names=names)
 
     ctx.metrics.filter_nodes.labels("passed").inc(len(decision.passed))

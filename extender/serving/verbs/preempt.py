@@ -20,7 +20,7 @@ def handle(body: bytes, ctx: Context) -> bytes:
     proposals = {n: Proposal(uids, count) for n, (uids, count) in args.proposals().items()}
     if ctx.view is None:
         return ctx.not_ready("preempt", lambda: _answer(proposals))
-    preemptor = translate.pod_record(args.pod, ctx.view.priority_classes)
+    preemptor = translate.pod_record(args.pod, ctx.view.priority_classes, shared=False)
     policy = ctx.standings
     decision = decide(
         view=ctx.view,

@@ -15,7 +15,7 @@ def handle(body: bytes, ctx: Context) -> bytes:
     names = args.candidate_names()
     if ctx.view is None:
         return ctx.not_ready("prioritize", _stock)
-    pod = translate.pod_record(args.pod, ctx.view.priority_classes)
+    pod = translate.pod_record(args.pod, ctx.view.priority_classes, shared=False)
     scores = score_nodes(view=ctx.view, pod=pod, node_names=names)
 
     ranked = len({s.score for s in scores}) > 1

@@ -1,0 +1,87 @@
+"""Nothing a request or a churning cluster sends can grow reprieve's memory or log lines
+without limit: every cache has a bound, and every log field a length."""
+
+from __future__ import annotations
+
+import logging
+
+import orjson
+import pytest
+
+from extender.serving import logs
+from extender.state import kube, translate
+
+CACHES = [
+    pytest.param(translate._shared_mapping, id="label-sets-and-vectors"),
+    pytest.param(translate._shared_name, id="names"),
+    pytest.param(translate._units, id="quantities"),
+]
+
+
+def _pod(i: int) -> kube.Pod:
+    return kube.Pod.model_validate(
+        {
+            "metadata": {"name": f"p{i}", "namespace": f"ns{i}", "uid": f"u{i}", "labels": {"app": f"a{i}"}},
+            "spec": {
+                "nodeName": f"node-{i}",
+                "containers": [{"resources": {"requests": {"cpu": f"{i}m", "memory": f"{i}Mi"}}}],
+            },
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def churned():
+    """Distinct pods from a churning cluster: more label sets, names and quantities than any bound."""
+    for i in range(translate.SHARED_ENTRIES + 500):
+        translate.pod_record(_pod(i), {})
+
+
+@pytest.mark.parametrize("cache", CACHES)
+def test_every_cache_stops_at_its_bound(churned, cache):
+    bound = cache.cache_info().maxsize
+    assert bound is not None and 0 < bound <= translate.SHARED_ENTRIES
+    assert cache.cache_info().currsize == bound
+
+
+def test_shared_values_are_shared_while_cached():
+    a, b = translate.pod_record(_pod(1), {}), translate.pod_record(_pod(1), {})
+    assert a.labels is b.labels and a.requests is b.requests and a.node_name is b.node_name
+
+
+def test_request_pods_never_enter_the_shared_tables():
+    translate.pod_record(_pod(0), {})
+    before = [cache.cache_info().currsize for cache in (translate._shared_mapping, translate._shared_name)]
+    translate._shared_mapping.cache_clear()
+    translate._shared_name.cache_clear()
+    for i in range(100):
+        record = translate.pod_record(_pod(10**6 + i), {}, shared=False)
+    assert record.labels == {"app": f"a{10**6 + 99}"} and record.node_name == f"node-{10**6 + 99}"
+    assert [cache.cache_info().currsize for cache in (translate._shared_mapping, translate._shared_name)] == [0, 0]
+    assert before != [0, 0]
+
+
+def _line(**fields) -> str:
+    record = logging.LogRecord("reprieve.decisions", logging.INFO, __file__, 1, "preempt", (), None)
+    record.fields = fields
+    return logs.JsonFormatter().format(record)
+
+
+def test_log_fields_are_cut_to_their_documented_length():
+    line = _line(
+        pod="p" * 1_000_000,
+        unknown=[f"node-{i}" for i in range(150_000)],
+        nodes={f"node-{i}": {"reasons": ["r" * 5_000]} for i in range(5_000)},
+        priority=2**70,
+    )
+    entry = orjson.loads(line)
+    assert len(entry["pod"]) < logs.LOG_STRING_CHARS + 40 and entry["pod"].endswith("(998976 more characters)")
+    assert len(entry["unknown"]) == logs.LOG_ITEMS + 1 and entry["unknown"][-1] == "... 149000 more entries"
+    assert len(entry["nodes"]) == logs.LOG_ITEMS + 1 and entry["nodes"]["..."] == "4000 more entries"
+    assert entry["priority"] == str(2**70)  # orjson cannot write it; the line is not lost
+    assert len(line) < 1_500_000  # unbounded, it would be 12 MB
+
+
+def test_short_log_fields_are_untouched():
+    fields = {"pod": "ns/p", "nodes": {"a": {"victims": ["x", "y"], "pdb_violations": 0}}, "priority": 5}
+    assert {k: orjson.loads(_line(**fields))[k] for k in fields} == fields
