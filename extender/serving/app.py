@@ -118,5 +118,5 @@ def _read_body() -> bytes:
         return request.get_data(cache=False)
     except HTTPException:  # werkzeug's own: 413 over MAX_CONTENT_LENGTH, 400 on a short body
         raise
-    except Exception as exc:  # the server's body reader; gunicorn raises its own ParseException types
+    except Exception as exc:  # the WSGI input stream: the server reads bodies whole, so only a bug gets here
         raise BadRequest(f"cannot read the request body: {type(exc).__name__}: {exc}") from None

@@ -143,7 +143,10 @@ class Connection:
                 request = await self._head()
                 body = await self._body(request)
             except h11.RemoteProtocolError as exc:
-                await self._refuse(exc.error_status_hint, f"malformed HTTP: {str(exc)[:200]}", "malformed HTTP")
+                # h11 hints 501 for a transfer coding it does not know; that is the client's
+                # error too, and reprieve answers every client error with a 4xx (no 5xx ever).
+                status = exc.error_status_hint if exc.error_status_hint < 500 else 400
+                await self._refuse(status, f"malformed HTTP: {str(exc)[:200]}", "malformed HTTP")
             path = self.path
             if self.listener.paths is not None and path not in self.listener.paths:
                 self.server.count(path, 404)

@@ -184,7 +184,7 @@ def _request(headers: str, body: bytes = b"", path: str = "/filter") -> bytes:
 
 
 # Status None: any 4xx; 0: any 4xx, or the connection closed unanswered (no request line). Errors in the request line or headers are the HTTP server's to answer
-# (gunicorn says 400, 414 or 431, in HTML); errors in the body reach the app, which says 400 in JSON.
+# (extender/serving/connection.py: 400, 413 or 431); errors in the body reach the app, which says 400 in JSON.
 RAW = [
     pytest.param(_request("Transfer-Encoding: chunked\r\n", b"zz\r\n{}\r\n0\r\n\r\n"), 400, id="chunk-size-not-hex"),
     pytest.param(_request("Transfer-Encoding: chunked\r\n", b"5\r\n{}\r\n0\r\n\r\n"), 400, id="chunk-shorter-than-its-size"),
