@@ -13,6 +13,7 @@ from extender.serving import wire
 from extender.state.source import ClusterSource
 from extender.config import Settings
 from extender.errors import BadRequest
+from extender.events.witness import Witness
 from extender.state.ledger import Ledger
 from extender.serving.metrics import Metrics
 from extender.state.standings import Standings
@@ -33,8 +34,14 @@ VERBS: dict[str, Callable[[bytes, Context], bytes]] = {
 
 
 def create_app(
-    settings: Settings, *, cluster: ClusterSource, metrics: Metrics | None = None, rules: Rules | None = None
+    settings: Settings,
+    *,
+    cluster: ClusterSource,
+    metrics: Metrics | None = None,
+    rules: Rules | None = None,
+    events: Witness | None = None,
 ) -> Flask:
+    """The app; ``events`` (extender.events) records Kubernetes Events about its preemptions."""
     app = Flask("reprieve")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     metrics = metrics or Metrics()
@@ -51,7 +58,7 @@ def create_app(
             try:
                 body = handler(
                     request.get_data(cache=False),
-                    Context(cluster.view(), metrics, log, standings, ledger, settings.mode, started),
+                    Context(cluster.view(), metrics, log, standings, ledger, settings.mode, started, events),
                 )
             except BadRequest as exc:
                 code = exc.status

@@ -92,8 +92,15 @@ class PodSpec(_Object):
     resourceClaims: list[dict[str, Any]] | None = None
 
 
+class PodCondition(_Object):
+    type: StrictStr = ""
+    status: StrictStr = ""
+    reason: StrictStr | None = None
+
+
 class PodStatus(_Object):
     phase: StrictStr | None = None
+    conditions: list[PodCondition] | None = None
     qosClass: Literal["BestEffort", "Burstable", "Guaranteed"] | None = None
     nominatedNodeName: StrictStr | None = None
     startTime: AwareDatetime | None = None

@@ -103,10 +103,21 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass]) -> mod
         start_time=status.startTime.timestamp() if status.startTime else None,
         created=meta.creationTimestamp.timestamp() if meta.creationTimestamp else None,
         terminating=meta.deletionTimestamp is not None,
+        preempted=any(_preempted(c) for c in status.conditions or ()),
         preemption_never=spec.preemptionPolicy == "Never",
         unmodelled=_unmodelled(spec),
         priority_class=sys.intern(spec.priorityClassName or ""),
         owner=_intern(next((o.uid for o in meta.ownerReferences or () if o.controller), None)),
+    )
+
+
+def _preempted(condition: kube.PodCondition) -> bool:
+    """kube-scheduler's mark on a victim, set before it deletes the pod (upstream's preemption
+    executor: DisruptionTarget, True, reason PreemptionByScheduler)."""
+    return (
+        condition.type == "DisruptionTarget"
+        and condition.status == "True"
+        and condition.reason == "PreemptionByScheduler"
     )
 
 
