@@ -86,7 +86,7 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
 
 def preemptor_note(a: Answer) -> str:
     """``On node-a: 0 PDB violations; evicts the Burstable batch/report-1, not the Guaranteed
-    batch/report-2 stock would have taken. not node-b: PDB violations 1 there vs 0 on node-a.``"""
+    batch/report-2 stock would have taken. Not node-b: PDB violations 1 there vs 0 on node-a.``"""
     text = f"On {a.node}: {_count(a.violations, 'PDB violation')}; evicts {_pods(a.victims)}"
     text += _against_stock(a)
     return _readable(text + "." + _others(a))
@@ -167,7 +167,8 @@ def _others(a: Answer) -> str:
     if not a.others:
         return ""
     more = len(a.others) - _LIST
-    return " " + "; ".join(a.others[:_LIST]) + (f"; and {more} more node(s)" if more > 0 else "") + "."
+    text = "; ".join(a.others[:_LIST]) + (f"; and {more} more node(s)" if more > 0 else "")
+    return f" {text[0].upper()}{text[1:]}."
 
 
 def _count(n: int, what: str) -> str:
