@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from policy import stock
 from policy.model import Pod
 from policy.preempt import PreemptDecision, Proposal, Verdict
+from policy.victims import most_important_first
 from policy.view import ClusterView
 
 # Event reasons (CamelCase, as the API wants them) and the action they report.
@@ -37,7 +38,7 @@ class Answer:
     others: tuple[str, ...]  # "not node-b: PDB violations 1 there vs 0 on node-a", for the other candidates
     proposed: Mapping[str, tuple[Pod | str, ...]]  # the scheduler's victims by node (a UID reprieve does not know)
     stock_node: str | None  # where stock preemption goes among the scheduler's proposals
-    stayed: tuple[Pod, ...]  # lower-priority pods on reprieve's node that stay
+    stayed: tuple[Pod, ...]  # lower-priority pods on reprieve's node that stay, most important first
     budgets: Mapping[str, tuple[str, ...]]  # UID -> PodDisruptionBudgets covering it (victims and stayed)
 
 
@@ -65,7 +66,7 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
         victims = chosen.victims
         gone = {p.uid for p in victims}
         node = view.nodes.get(chosen.node)
-        stayed = tuple(
+        stayed = most_important_first(
             p for p in (node.pods if node else ())
             if p.priority < preemptor.priority and not p.terminating and p.uid not in gone
         )
