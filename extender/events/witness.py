@@ -72,7 +72,8 @@ class Witness:
             return
         answer = notes.capture(view, preemptor, proposals, decision)
         if not self._shadow and answer.node is None:
-            return  # a node passed through unjudged: reprieve chose no victims there
+            self.forget(preemptor.uid)  # a node passed through unjudged: reprieve chose no victims there
+            return
         with self._lock:
             self._pending.pop(preemptor.uid, None)
             self._pending[preemptor.uid] = (self._clock(), answer)
