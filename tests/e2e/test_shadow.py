@@ -1,5 +1,6 @@
 """Shadow mode through the real kube-scheduler: it behaves exactly as stock, and reprieve counts
-and logs what it would have done instead.
+and logs what it would have done instead (and, with --events shadow, says so in an Event on the
+preemptor).
 
 Extenders are configured per scheduler process, not per profile, so this module runs one more
 kube-scheduler (``shadow-scheduler``) whose extender is a second reprieve in ``--mode shadow``.
