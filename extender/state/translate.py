@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Mapping
+from typing import Any
 
 from extender.state import kube
 from policy import model, resources
@@ -111,13 +112,14 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass]) -> mod
     )
 
 
-def _preempted(condition: kube.PodCondition) -> bool:
+def _preempted(condition: Any) -> bool:
     """kube-scheduler's mark on a victim, set before it deletes the pod (upstream's preemption
     executor: DisruptionTarget, True, reason PreemptionByScheduler)."""
     return (
-        condition.type == "DisruptionTarget"
-        and condition.status == "True"
-        and condition.reason == "PreemptionByScheduler"
+        isinstance(condition, dict)
+        and condition.get("type") == "DisruptionTarget"
+        and condition.get("status") == "True"
+        and condition.get("reason") == "PreemptionByScheduler"
     )
 
 
