@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-cache bench-burst clean
+.PHONY: run test unit e2e cluster cluster-down bench bench-victims bench-cache bench-burst bench-quality clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -40,6 +40,10 @@ cluster-down: $(STAMP)
 bench: $(STAMP)
 	$(PY) bench/verbs.py 2>/dev/null
 
+## Victim choice: greedy orders alone vs with the exact search (docs/benchmarks.md).
+bench-victims: $(STAMP)
+	$(PY) bench/victims.py
+
 ## The live cache at 150,000 pods, against the previous commit (~10 min; docs/benchmarks-cache.md).
 bench-cache: $(STAMP)
 	$(PY) bench/cache.py --baseline HEAD~1
@@ -47,6 +51,10 @@ bench-cache: $(STAMP)
 ## Bursts of preemptions through real kube-schedulers, stock and reprieve interleaved (~2 min; needs port 8888).
 bench-burst: $(STAMP)
 	$(PY) bench/burst.py
+
+## Decision quality against stock: `reprieve simulate` on the shipped and a generated workload (docs/quality.md).
+bench-quality: $(STAMP)
+	$(PY) bench/quality.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

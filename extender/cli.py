@@ -75,6 +75,19 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--output", choices=["table", "json"], default="table")
     _policy_flag(explain)
     explain.set_defaults(log_level="WARNING")
+    simulate = commands.add_parser(
+        "simulate",
+        help="replay pending pods through stock preemption and through reprieve, totals side by side (docs/simulate.md)",
+    )
+    simulate.add_argument("--snapshot", help="cluster dump to start from (with --pods)")
+    simulate.add_argument("--pods", help="the pending pods, in order: Pod objects in a YAML or JSON file")
+    simulate.add_argument("--generate", type=int, metavar="N", help="instead: a synthetic cluster and N pending preemptors")
+    simulate.add_argument("--seed", type=int, default=0, help="with --generate: the random seed (default 0)")
+    simulate.add_argument(
+        "--replace", action="store_true", help="a controller-owned victim comes back as a pending replacement"
+    )
+    simulate.add_argument("--output", choices=["table", "json"], default="table")
+    simulate.set_defaults(log_level="WARNING")
     return parser
 
 
@@ -89,7 +102,7 @@ def _policy_flag(command: argparse.ArgumentParser) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logs.configure(getattr(args, "log_level", "WARNING"))
-    commands = {"serve": _serve, "check-policy": _check_policy, "explain": _explain}
+    commands = {"serve": _serve, "check-policy": _check_policy, "explain": _explain, "simulate": _simulate}
     try:
         return commands[args.command](args)
     except ReprieveError as exc:
@@ -227,6 +240,22 @@ def _explain(args: argparse.Namespace) -> int:
         now=time.time(),
     )
     sys.stdout.write(report)
+    return 0
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from extender.commands import simulate
+
+    sys.stdout.write(
+        simulate.run(
+            snapshot_path=args.snapshot,
+            pods_path=args.pods,
+            generate=args.generate,
+            seed=args.seed,
+            replace=args.replace,
+            output=args.output,
+        )
+    )
     return 0
 
 

@@ -127,7 +127,19 @@ def decide(
 def _offer(proposals: Mapping[str, Proposal], outcomes: dict[str, NodeOutcome]) -> tuple[dict[str, Proposal], list[str]]:
     """One node: the cheapest reprieve judged (the first of exact ties), else the scheduler's
     own best among the nodes passed through (fewest PDB violations, then name). The others
-    are marked outranked."""
+    are marked outranked. None at all when the pod fits somewhere once pods already
+    terminating there are gone: no eviction is cheaper than waiting for them."""
+    waiting = sorted(n for n, o in outcomes.items() if o.verdict is Verdict.DROPPED and o.cause is Cause.LEAVING)
+    if waiting:
+        # Evicting anyone anywhere costs more than waiting: the scheduler retries the pod when
+        # the terminating pods are deleted, and it fits then.
+        why = f"the pod fits on {waiting[0]} once the pods terminating there are gone: it waits for them"
+        for name, outcome in outcomes.items():
+            if outcome.cost is not None or outcome.verdict is Verdict.PASSED_THROUGH:
+                outcomes[name] = dataclasses.replace(
+                    outcome, verdict=Verdict.OUTRANKED, reasons=(*outcome.reasons, f"not offered: {why}")
+                )
+        return {}, [f"evicts no one: {why}"]
     costs = {n: o.cost for n, o in outcomes.items() if o.cost is not None}
     passed = sorted((n for n, o in outcomes.items() if o.verdict is Verdict.PASSED_THROUGH),
                     key=lambda n: (proposals[n].num_pdb_violations, n))

@@ -28,7 +28,7 @@ from policy.causes import Cause
 from policy.model import Pod
 from policy.pdb import BudgetsOf, violating
 from policy.preempt import Proposal
-from policy.victims import more_important
+from policy.importance import more_important
 from policy.view import ClusterView, NodeInfo
 
 _SHIFT = 2**31  # upstream adds MaxInt32+1 to each priority so that negative ones sum sensibly

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from policy import ranking, resources
+from policy import exact, ranking, resources
 from policy.causes import Cause
+from policy.importance import more_important, most_important_first
 from policy.model import Pod
 from policy.pdb import BudgetsOf, Violations, count_violations, violating
 from policy.pdb import protected as protected_by_budgets
@@ -18,32 +18,6 @@ from policy.view import NodeInfo
 
 # Why a live pod the answer may not name stays (see select_victims' ``nameable``).
 UNSETTLED = "may be unknown to the scheduler yet"
-
-
-def importance(pod: Pod) -> tuple:
-    """Sort key putting the most important pod first.
-
-    Priority (higher first), then QoS class (Guaranteed, Burstable, BestEffort), then the
-    earlier ``status.startTime`` (an unknown start sorts as the latest, like upstream's
-    "now"), then namespace/name so that the order is total and stable.
-    """
-    start = pod.start_time if pod.start_time is not None else math.inf
-    return (-pod.priority, -pod.qos, start, pod.key)
-
-
-def more_important(pod: Pod) -> tuple:
-    """Sort key for upstream's ``MoreImportantPod``: higher priority, then the earlier start.
-
-    A pod without ``status.startTime`` counts as starting now, i.e. after every known start.
-    Upstream's ``sort.Slice`` leaves equal pods in no particular order; namespace/name makes
-    the order deterministic.
-    """
-    start = pod.start_time if pod.start_time is not None else math.inf
-    return (-pod.priority, start, pod.key)
-
-
-def most_important_first(pods: Iterable[Pod]) -> tuple[Pod, ...]:
-    return tuple(sorted(pods, key=importance))
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +55,7 @@ def select_victims(
        the room held for nominated pods (``reservations``), preemption cannot help here.
     3. Reprieve: add potential victims back one at a time while the preemptor still fits,
        PDB-protected pods first (policy.pdb.protected), then the rest, each group most
-       important first (see ``importance``). Terminating pods are never reprieved: they are
+       important first (see policy.importance). Terminating pods are never reprieved: they are
        leaving anyway and cost nothing to name. A BestEffort pod requests no cpu or memory,
        so it is only ever a victim when the node's pod-count limit is what blocks.
     4. The victims are the pods not reprieved, most important first, with the exact count of
@@ -185,8 +159,8 @@ def _attempt(
             )
     first = {p.uid for p in spare_first}
     terminating = [p for p in candidates if p.terminating]
-    victims, violations, reprieved, shielded = _best_reprieve(
-        room, checked, live, leaving, _orders(live, terminating, budgets_of, first), budgets_of, at_least
+    victims, violations, reprieved, shielded, searched = _best_reprieve(
+        room, checked, live, leaving, _orders(live, terminating, budgets_of, first), budgets_of, at_least, first
     )
     # Law 2 over the whole set: if the reprieve takes too much from some queue, choose again,
     # least important first, skipping pods whose queue could not afford them.
@@ -198,13 +172,14 @@ def _attempt(
             return NodeRejected(node.name, f"the victims it needs are out of reach: {reason}", Cause.QUEUE_SHARE)
         victims = most_important_first(budgeted)
         violations = count_violations(victims, budgets_of)
-        reprieved, shielded = len(live) + len(leaving) - len(victims), frozenset()
+        reprieved, shielded, searched = len(live) + len(leaving) - len(victims), frozenset(), ""
     # Step 4 (_best_reprieve orders the victims and counts their violations).
     freed = resources.add(*(p.requests for p in victims))
     lower = len(candidates) + len(staying)
     reasons = [
         f"{lower} lower-priority pod(s), {reprieved} reprieved"
-        + (f" ({len(shielded)} PDB-protected tried first)" if shielded else ""),
+        + (f" ({len(shielded)} PDB-protected tried first)" if shielded else "")
+        + (f" ({searched})" if searched else ""),
         f"evicting {len(victims)} frees {resources.describe(_only(freed, checked))}",
         violations.describe(),
     ]
@@ -267,11 +242,13 @@ def _orders(
     ]
 
 
-def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least):
+def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least, first):
     """Reprieve in each order and keep the cheapest result by policy.ranking's key (ties:
-    the earlier order). Terminating victims are named only if in ``leaving``; a result that
-    names less than ``at_least`` is not taken. Returns (victims most important first, their
-    violations, reprieved, the pods the winning order tried first)."""
+    the earlier order); then look for a cheaper set (policy.exact): every set when the node
+    has few candidates, single swaps when it has many. Terminating victims are named only if
+    in ``leaving``; a result that names less than ``at_least`` is not taken. Returns (victims
+    most important first, their violations, reprieved, the pods the winning order tried
+    first, how a search beat the orders or "")."""
     named = {p.uid for p in leaving}
     best = None
     tried = set()
@@ -288,10 +265,19 @@ def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least):
             continue
         tried.add(found)
         violations = count_violations(victims, budgets_of)
-        key = ranking.cost(victims, violations).key
+        key = ranking.cost(victims, violations, sum(p.uid in first for p in victims)).key
         if best is None or key < best[0]:
             best = (key, victims, violations, reprieved, shield)
-    return best[1:]
+    key, victims, violations, reprieved, shield = best
+    common = dict(room=room, checked=checked, live=live, leaving=leaving, budgets_of=budgets_of, opted_out=first)
+    if len(live) <= exact.EXACT_LIMIT:
+        better, how = exact.cheapest(**common, beat=key), "no greedy order was cheapest: the cheapest of every set"
+    else:
+        better, how = exact.improve(**common, victims=victims, key=key), "swapping victims beat every greedy order"
+    if better is None:
+        return victims, violations, reprieved, shield, ""
+    evicted = sum(not p.terminating for p in better.victims)
+    return better.victims, better.violations, len(live) - evicted, frozenset(), how
 
 
 def _frees(victims: Sequence[Pod], at_least: Vector, checked: Sequence[str]) -> bool:

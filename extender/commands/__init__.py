@@ -1,1 +1,1 @@
-"""Offline commands: ``reprieve explain`` (explain, explain_report, explain_table) and ``check-policy``."""
+"""Offline commands: ``reprieve explain`` (explain, explain_report, explain_table), ``check-policy`` and ``reprieve simulate`` (simulate)."""

@@ -1,12 +1,17 @@
-"""Never worse than stock, per node: reprieve's victims cost no more (policy.ranking's full
-key) than the set upstream's SelectVictimsOnNode picks (policy.stock) on the same node."""
+"""Never worse than stock: on every node, reprieve's victims cost no more (policy.ranking's full
+key) than the set upstream's SelectVictimsOnNode picks (policy.stock) on the same node; and
+cluster-wide, the node reprieve offers costs no more than the node stock would pick among the
+same proposals (nominations, budgets, terminating and BestEffort pods, pod-count limits).
+
+With a multi-tenant policy there is no such guarantee: its rules protect pods stock would
+take, so reprieve may need costlier victims or no node at all (docs/policy.md)."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy import ranking, stock
+from policy import preempt, ranking, stock
 from policy.pdb import count_violations
 from policy.qos import QoS
 from policy.victims import VictimSelection, select_victims
@@ -88,3 +93,59 @@ def test_reprieve_never_costs_more_than_stock_on_a_node(running, allowed, need, 
     assert key(mine.victims, v) <= key(theirs.victims, v), (
         [p.name for p in mine.victims], [p.name for p in theirs.victims]
     )
+
+
+# ------------------------------------------------------------------ the node offered, cluster-wide
+
+cluster_pods = st.lists(
+    st.tuples(
+        st.integers(0, 2),  # node index
+        st.integers(0, 6),  # priority
+        st.integers(0, 6),  # cpu
+        st.sampled_from([G, B]),  # QoS when the pod requests cpu (BestEffort otherwise)
+        st.integers(0, 50),  # start
+        st.integers(0, 2),  # budget: none, a, b
+        st.integers(0, 9),  # terminating when 0
+    ),
+    max_size=14,
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    running=cluster_pods,
+    allowed=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    need=st.integers(1, 10),
+    preemptor_priority=st.integers(1, 7),
+    nominations=st.lists(st.tuples(st.integers(0, 2), st.integers(1, 4), st.integers(0, 8)), max_size=2),
+    sizes=st.tuples(st.integers(4, 12), st.integers(4, 12), st.integers(4, 12)),
+    slots=st.integers(3, 12),
+)
+def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
+    running, allowed, need, preemptor_priority, nominations, sizes, slots
+):
+    # Three nodes, two budgets, pods nominated to them (of any priority: those of the
+    # preemptor's or more hold room), terminating pods, BestEffort pods, a pod-count limit.
+    # The scheduler's proposals are stock's dry run; reprieve decides on them. By reprieve's
+    # key, the victims it offers cost no more than those of the node stock would pick.
+    pods = [
+        pod(
+            f"p{i}", node=f"n{n}", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
+            labels={"app": ("x", "a", "b")[budget], "id": str(i)}, terminating=term == 0,
+        )
+        for i, (n, prio, cpu, qos, start, budget, term) in enumerate(running)
+    ]
+    pods += [pod(f"nom{i}", cpu=cpu, priority=prio, nominated=f"n{n}") for i, (n, cpu, prio) in enumerate(nominations)]
+    nodes = [node(f"n{i}", cpu=size, pods=slots) for i, size in enumerate(sizes)]
+    budgets = [pdb("a", allowed=allowed[0], match={"app": "a"}), pdb("b", allowed=allowed[1], match={"app": "b"})]
+    v = view(nodes, pods, budgets)
+    preemptor = pod("pre", cpu=need, priority=preemptor_priority)
+    dry = stock.decide(view=v, preemptor=preemptor, node_names=[n.name for n in nodes])
+    if dry.refusal or dry.fits or dry.pick.chosen is None:
+        return  # the scheduler would not preempt (or could not)
+    decision = preempt.decide(view=v, preemptor=preemptor, proposals=dry.proposals)
+    theirs = dry.nodes[dry.pick.chosen].victims
+    assert len(decision.answer) == 1, decision.reasons
+    (offered,) = decision.answer
+    outcome = next(o for o in decision.outcomes if o.node == offered)
+    assert key(outcome.victims, v) <= key(theirs, v), (offered, dry.pick.chosen)

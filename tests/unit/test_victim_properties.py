@@ -6,8 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policy import resources
+from policy.importance import importance
 from policy.qos import QoS
-from policy.victims import VictimSelection, importance, select_victims
+from policy.victims import VictimSelection, select_victims
 from tests.builders import node, pod, view
 
 running_pods = st.lists(

@@ -1,0 +1,270 @@
+"""A cluster-wide replay: pending pods placed one by one, stock preemption against reprieve.
+
+Each side starts from the same cluster and applies its own decisions to its own copy of it:
+the victims are removed and the preemptor is bound to the chosen node. A pod that fits
+somewhere without preemption is bound to the first such node by name on both sides (the
+scheduler would bind it and preempt nothing). The two sides differ only in who picks the
+victims:
+
+- **stock**: policy.stock.decide, upstream DefaultPreemption's own dry run and pick;
+- **reprieve**: the same dry run's proposals, fed to policy.preempt.decide exactly as the
+  scheduler sends them to the preempt verb; the scheduler then picks among reprieve's answer
+  with its own rules (policy.stock.pick), as ``reprieve explain`` shows it.
+
+With ``replace``, a victim owned by a controller (``Pod.owner``) comes back as a pending
+replacement appended to the queue (same namespace, labels, requests, priority and owner;
+name and UID suffixed ``-r``), so that one preemption's cascade shows. The queue is walked
+once: a pod that can neither be placed nor preempt stays pending (the real scheduler retries
+it later; the replay counts it as left pending). Each victim's priority is below its
+preemptor's, so cascades end.
+
+PodDisruptionBudgets are kept current as the disruption controller keeps them: each budget's
+desired healthy count is fixed at the start (covered bound pods minus ``disruptions_allowed``)
+and after every step ``disruptions_allowed`` is the covered bound pods minus that, at least 0.
+
+Everything is deterministic; the measures are documented on ``Totals`` (and in
+docs/simulate.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from policy import stock
+from policy.model import DisruptionBudget, Pod
+from policy.pdb import count_violations
+from policy.preempt import decide
+from policy.qos import QoS
+from policy.view import ClusterView
+
+STOCK = "stock"
+REPRIEVE = "reprieve"
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """What one side does with a pending pod: bind it (``victims`` empty: it fit), preempt
+    (``victims`` go, the pod is bound to ``node``), or leave it pending (``node`` None)."""
+
+    node: str | None
+    victims: tuple[Pod, ...] = ()
+    why: str = ""
+
+
+# (view, pending pod) -> what the side does; the two below are the replay's sides.
+Decider = Callable[[ClusterView, Pod], Choice]
+
+
+def _first_fit(dry: stock.Decision) -> Choice | None:
+    if dry.fits:
+        return Choice(sorted(dry.fits)[0], why="fits without preemption")
+    if dry.refusal:
+        return Choice(None, why=dry.refusal)
+    return None
+
+
+def stock_side(view: ClusterView, pod: Pod) -> Choice:
+    """Upstream DefaultPreemption (policy.stock): its own victims on the node it picks."""
+    dry = stock.decide(view=view, preemptor=pod, node_names=sorted(view.nodes))
+    done = _first_fit(dry)
+    if done is not None:
+        return done
+    chosen = dry.pick.chosen
+    if chosen is None:
+        return Choice(None, why="no node can make room")
+    return Choice(chosen, dry.nodes[chosen].victims, why=dry.pick.reasons[chosen])
+
+
+def reprieve_side(view: ClusterView, pod: Pod) -> Choice:
+    """The scheduler's proposals fed to reprieve (policy.preempt.decide), as the preempt verb
+    receives them; the scheduler then picks among reprieve's answer with its own rules."""
+    dry = stock.decide(view=view, preemptor=pod, node_names=sorted(view.nodes))
+    done = _first_fit(dry)
+    if done is not None:
+        return done
+    decision = decide(view=view, preemptor=pod, proposals=dry.proposals)
+    costs = {
+        name: stock.cost([view.pods[uid] for uid in answer.uids], answer.num_pdb_violations)
+        for name, answer in decision.answer.items()
+        if answer.uids
+    }
+    chosen = stock.pick(costs).chosen
+    if chosen is None:
+        return Choice(None, why="; ".join(decision.reasons) or "no candidate")
+    victims = tuple(view.pods[uid] for uid in decision.answer[chosen].uids)
+    return Choice(chosen, victims, why="; ".join(decision.reasons))
+
+
+SIDES: Mapping[str, Decider] = {STOCK: stock_side, REPRIEVE: reprieve_side}
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One pending pod's turn on one side."""
+
+    pod: str  # namespace/name
+    depth: int  # 0 for a pod of the input; n for the replacement of a victim of depth n-1's preemption
+    node: str | None  # where it was bound; None: left pending
+    victims: tuple[str, ...]  # namespace/name of the pods its preemption removed
+    pdb_violations: int
+    no_home: tuple[str, ...]  # controller-owned victims whose replacement fits on no node
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class Totals:
+    """The replay's measures for one side (docs/simulate.md documents each).
+
+    Victims already terminating when named are not counted anywhere: they were leaving.
+    """
+
+    preemptions: int  # pods bound by preempting (each counted once)
+    victims: int  # live pods removed by those preemptions
+    pdb_violations: int  # victims that took a budget below zero (policy.pdb.count_violations, per preemption)
+    guaranteed_victims: int
+    burstable_victims: int
+    priority_loss: int  # sum over victims of (priority - floor + 1), floor: the lowest priority in the workload
+    no_home: int  # controller-owned victims whose replacement fits on no node right after the preemption
+    cascade: int  # the deepest replacement that preempted (0: no replacement preempted)
+    pending: int  # pods (replacements included) left unbound
+
+    FIELDS = (
+        "preemptions",
+        "victims",
+        "pdb_violations",
+        "guaranteed_victims",
+        "burstable_victims",
+        "priority_loss",
+        "no_home",
+        "cascade",
+        "pending",
+    )
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self.FIELDS}
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One side's replay: every step in queue order, and the totals."""
+
+    side: str
+    steps: tuple[Step, ...]
+    totals: Totals
+    final: ClusterView
+
+
+def floor_priority(view: ClusterView, pending: Iterable[Pod]) -> int:
+    """The lowest priority of any pod in the workload: a victim at it weighs 1 in ``priority_loss``."""
+    return min((p.priority for p in (*view.pods.values(), *pending)), default=0)
+
+
+def replay(
+    view: ClusterView,
+    pending: Sequence[Pod],
+    *,
+    side: str,
+    replace: bool = False,
+    floor: int | None = None,
+) -> Run:
+    """Place ``pending`` one by one through ``side`` (STOCK or REPRIEVE) on a copy of ``view``."""
+    decider = SIDES[side]
+    floor = floor_priority(view, pending) if floor is None else floor
+    cluster = _Cluster(view)
+    queue: list[tuple[Pod, int]] = [(p, 0) for p in pending]
+    steps: list[Step] = []
+    removed: list[Pod] = []
+    i = 0
+    while i < len(queue):
+        pod, depth = queue[i]
+        i += 1
+        current = cluster.view
+        choice = decider(current, pod)
+        if choice.node is None:
+            steps.append(Step(pod.key, depth, None, (), 0, (), choice.why))
+            continue
+        live = tuple(v for v in choice.victims if not v.terminating)
+        violations = count_violations(choice.victims, current.budgets_covering).count if live else 0
+        cluster.apply(pod, choice.node, choice.victims)
+        removed.extend(live)
+        owned = [v for v in live if v.owner is not None]
+        replacements = [_replacement(v) for v in owned]
+        after = cluster.view
+        no_home = tuple(r.key for r in replacements if not _fits_somewhere(after, r))
+        if replace:
+            queue.extend((r, depth + 1) for r in replacements)
+        steps.append(Step(pod.key, depth, choice.node, tuple(v.key for v in live), violations, no_home, choice.why))
+    return Run(side, tuple(steps), _totals(steps, removed, floor), cluster.view)
+
+
+def compare(view: ClusterView, pending: Sequence[Pod], *, replace: bool = False) -> dict[str, Run]:
+    """Both sides over the same workload (and the same ``priority_loss`` floor)."""
+    floor = floor_priority(view, pending)
+    return {side: replay(view, pending, side=side, replace=replace, floor=floor) for side in (STOCK, REPRIEVE)}
+
+
+def _totals(steps: list[Step], victims: list[Pod], floor: int) -> Totals:
+    preempting = [s for s in steps if s.victims]
+    return Totals(
+        preemptions=len(preempting),
+        victims=len(victims),
+        pdb_violations=sum(s.pdb_violations for s in steps),
+        guaranteed_victims=sum(v.qos == QoS.GUARANTEED for v in victims),
+        burstable_victims=sum(v.qos == QoS.BURSTABLE for v in victims),
+        priority_loss=sum(v.priority - floor + 1 for v in victims),
+        no_home=sum(len(s.no_home) for s in steps),
+        cascade=max((s.depth for s in preempting), default=0),
+        pending=sum(s.node is None for s in steps),
+    )
+
+
+def _replacement(victim: Pod) -> Pod:
+    """What the victim's controller creates in its place: a new pending pod like it."""
+    return dataclasses.replace(
+        victim,
+        uid=f"{victim.uid}-r",
+        name=f"{victim.name}-r",
+        node_name=None,
+        nominated_node_name=None,
+        start_time=None,
+        created=None,
+        terminating=False,
+        bound_at=None,
+    )
+
+
+def _fits_somewhere(view: ClusterView, pod: Pod) -> bool:
+    return any(not stock.shortfall(view=view, pod=pod, node=info) for info in view.nodes.values())
+
+
+class _Cluster:
+    """One side's copy of the cluster, rebuilt as a ClusterView after each step."""
+
+    def __init__(self, view: ClusterView) -> None:
+        self._nodes = [info.node for info in view.nodes.values()]
+        self._pods = dict(view.pods)
+        self._classes = tuple(view.priority_classes.values())
+        budgets = [b for bs in view.budgets.values() for b in bs]
+        # The disruption controller's desired healthy count, fixed at the start.
+        self._desired = {b.key: self._healthy(b) - b.disruptions_allowed for b in budgets}
+        self._budgets = budgets
+        self.view = view
+
+    def _healthy(self, budget: DisruptionBudget) -> int:
+        return sum(
+            1 for p in self._pods.values() if p.node_name is not None and not p.terminating and budget.covers(p)
+        )
+
+    def apply(self, pod: Pod, node: str, victims: Sequence[Pod]) -> None:
+        for victim in victims:
+            self._pods.pop(victim.uid, None)
+        self._pods[pod.uid] = dataclasses.replace(pod, node_name=node, nominated_node_name=None)
+        self._budgets = [
+            dataclasses.replace(b, disruptions_allowed=max(0, self._healthy(b) - self._desired[b.key]))
+            for b in self._budgets
+        ]
+        self.view = ClusterView.build(
+            nodes=self._nodes, pods=self._pods.values(), budgets=self._budgets, priority_classes=self._classes
+        )

@@ -1,0 +1,113 @@
+"""A seeded synthetic workload for the replay (policy.replay, ``reprieve simulate --generate``).
+
+Nodes of mixed size (4, 8, 16 or 32 cpu, 4 GiB of memory per cpu, 110 pods), each filled
+to 85-100% of its cpu with low-priority pods (priorities 0-5) of all three QoS classes; about
+two thirds of them belong to a controller (a ReplicaSet per app) and come back when evicted
+with ``--replace``. Every app whose pods may be disrupted has a PodDisruptionBudget allowing
+0, 1 or 2 disruptions, or none. A few pending pods (priority 8) are nominated to a node and
+hold room there. The pending pods are higher-priority preemptors (priorities 6-10, 1-6 cpu,
+Guaranteed or Burstable), one per ``pending``; about one node per four of them.
+
+Randomness only through the ``rng`` passed in (a ``random.Random``): the same seed gives the
+same workload on every machine and Python version that keeps ``random.Random``'s sequence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from policy.labels import Selector
+from policy.model import DisruptionBudget, Node, Pod
+from policy.qos import QoS
+from policy.resources import PODS
+from policy.view import ClusterView
+
+GI = 2**30
+MILLI = 1000
+EPOCH = 1_790_000_000.0  # start times are offsets from here (late 2026)
+NAMESPACE = "sim"
+
+
+class Random(Protocol):
+    """What the generator uses of ``random.Random``."""
+
+    def randrange(self, start: int, stop: int = ..., step: int = ...) -> int: ...
+
+    def random(self) -> float: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    view: ClusterView
+    pending: tuple[Pod, ...]
+
+
+def _pick(rng: Random, options):
+    return options[rng.randrange(len(options))]
+
+
+def _pod(name: str, *, rng: Random, priority: int, cpu_m: int, qos: QoS, app: str, node: str | None,
+         owner: str | None, start: float | None, nominated: str | None = None) -> Pod:
+    requests = {PODS: 1} if qos == QoS.BEST_EFFORT else {"cpu": cpu_m, "memory": cpu_m * GI // MILLI, PODS: 1}
+    return Pod(
+        uid=f"uid-{name}",
+        name=name,
+        namespace=NAMESPACE,
+        priority=priority,
+        requests=requests,
+        qos=qos,
+        labels={"app": app},
+        node_name=node,
+        nominated_node_name=nominated,
+        start_time=start,
+        created=start,
+        owner=owner,
+    )
+
+
+def generate(rng: Random, pending: int) -> Workload:
+    """A cluster and ``pending`` preemptors (see the module docstring)."""
+    if pending < 1:
+        raise ValueError("pending must be at least 1")
+    apps = [f"app-{i:02d}" for i in range(max(4, pending // 4))]
+    nodes: list[Node] = []
+    pods: list[Pod] = []
+    count = 0
+    for n in range(max(3, pending // 4)):
+        cpu = _pick(rng, (4, 8, 16, 32))
+        node = Node(f"node-{n:02d}", {"cpu": cpu * MILLI, "memory": cpu * 4 * GI, "pods": 110})
+        nodes.append(node)
+        target = cpu * MILLI * (85 + rng.randrange(16)) // 100
+        used = 0
+        while True:
+            qos = _pick(rng, (QoS.GUARANTEED, QoS.BURSTABLE, QoS.BURSTABLE, QoS.BEST_EFFORT))
+            size = 500 * (1 + rng.randrange(6))
+            if qos != QoS.BEST_EFFORT and used + size > target:
+                break
+            app = _pick(rng, apps)
+            owned = rng.random() < 0.67
+            pods.append(_pod(
+                f"low-{count:03d}", rng=rng, priority=rng.randrange(6), cpu_m=size, qos=qos, app=app,
+                node=node.name, owner=f"rs-{app}" if owned else None, start=EPOCH + rng.randrange(86_400),
+            ))
+            count += 1
+            used += 0 if qos == QoS.BEST_EFFORT else size
+    for k in range(max(1, pending // 20)):
+        pods.append(_pod(
+            f"nominated-{k}", rng=rng, priority=8, cpu_m=500 * (1 + rng.randrange(4)), qos=QoS.BURSTABLE,
+            app="nominated", node=None, owner=None, start=None, nominated=_pick(rng, nodes).name,
+        ))
+    budgets = []
+    for app in apps:
+        allowed = _pick(rng, (0, 1, 2, None))
+        if allowed is not None:
+            budgets.append(DisruptionBudget(NAMESPACE, f"pdb-{app}", Selector((("app", app),)), allowed))
+    preemptors = tuple(
+        _pod(
+            f"urgent-{k:03d}", rng=rng, priority=6 + rng.randrange(5), cpu_m=MILLI * (1 + rng.randrange(6)),
+            qos=_pick(rng, (QoS.GUARANTEED, QoS.BURSTABLE)), app=f"urgent-{k % 5}", node=None, owner=None, start=None,
+        )
+        for k in range(pending)
+    )
+    return Workload(ClusterView.build(nodes=nodes, pods=pods, budgets=budgets), preemptors)

@@ -1,0 +1,183 @@
+"""`reprieve simulate`: the table and JSON on the shipped workload, the README and
+docs/quality.md staying true, every JSON field documented, and bad input.
+
+The shipped workload's numbers are worked out in examples/workload/cluster.yaml's header and in
+tests/unit/test_replay.py (one hand-built case per lane); here they are checked through the CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from extender.cli import main
+from tests.conftest import ROOT
+
+WORKLOAD = ("--snapshot", "examples/workload/cluster.yaml", "--pods", "examples/workload/pending.yaml")
+DOCS = ROOT / "docs" / "simulate.md"
+
+
+@pytest.fixture(autouse=True)
+def at_root(monkeypatch):
+    monkeypatch.chdir(ROOT)  # the documented commands use paths relative to the checkout
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["simulate", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def report(capsys, *args: str) -> dict:
+    code, out, err = run(capsys, *args, "--output", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_shipped_workload_json_totals(capsys):
+    doc = report(capsys, *WORKLOAD)
+    assert doc["version"] == 1 and doc["kind"] == "simulate"
+    assert doc["workload"] == {"nodes": 38, "bound_pods": 69, "pending_pods": 31, "budgets": 8, "priority_floor": 1}
+    stock, mine, diff = doc["totals"]["stock"], doc["totals"]["reprieve"], doc["totals"]["difference"]
+    # Lane q: 8 Guaranteed (stock) or Burstable (reprieve) victims; lane p: 7 Guaranteed db pods
+    # behind a budget allowing none (stock) or 7 Burstable web pods within their allowance;
+    # lane e: 16 Burstable (stock) or BestEffort (reprieve) victims. One victim per preemptor.
+    assert stock == {"preemptions": 31, "victims": 31, "pdb_violations": 7, "guaranteed_victims": 15,
+                     "burstable_victims": 16, "priority_loss": 31, "no_home": 0, "cascade": 0, "pending": 0}
+    assert mine == {"preemptions": 31, "victims": 31, "pdb_violations": 0, "guaranteed_victims": 0,
+                    "burstable_victims": 15, "priority_loss": 31, "no_home": 0, "cascade": 0, "pending": 0}
+    assert diff == {k: mine[k] - stock[k] for k in stock}
+    steps = {side: {s["pod"]: s for s in doc["steps"][side]} for side in ("stock", "reprieve")}
+    assert steps["stock"]["replay/urgent-p-08"]["victims"][0].startswith("replay/db-")
+    assert steps["reprieve"]["replay/urgent-p-08"]["victims"][0].startswith("replay/web-")
+
+
+def test_json_is_stable_and_sorted(capsys):
+    args = ("--generate", "12", "--seed", "3", "--replace", "--output", "json")
+    _, first, _ = run(capsys, *args)
+    _, second, _ = run(capsys, *args)
+    assert first == second
+    assert first == json.dumps(json.loads(first), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _keys(value, found: set[str]) -> set[str]:
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            found.add(key)
+            _keys(inner, found)
+    elif isinstance(value, list):
+        for inner in value:
+            _keys(inner, found)
+    return found
+
+
+def test_every_json_field_is_documented(capsys):
+    docs = DOCS.read_text()
+    found: set[str] = set()
+    for args in (WORKLOAD, ("--generate", "12", "--seed", "3", "--replace")):
+        _keys(report(capsys, *args), found)
+    missing = sorted(k for k in found if f"`{k}`" not in docs)
+    assert not missing, f"not in docs/simulate.md: {missing}"
+
+
+def test_replacements_show_in_the_steps(capsys):
+    doc = report(capsys, "--generate", "12", "--seed", "3", "--replace")
+    for side in ("stock", "reprieve"):
+        steps = doc["steps"][side]
+        replacements = [s for s in steps if s["depth"] > 0]
+        assert replacements and all(s["pod"].endswith("-r") for s in replacements)
+        assert len(steps) == doc["workload"]["pending_pods"] + len(replacements)
+
+
+@pytest.mark.parametrize("args", [WORKLOAD, ("--generate", "40", "--seed", "123456789", "--replace")])
+def test_table_fits_80_columns(capsys, args):
+    code, out, _ = run(capsys, *args)
+    assert code == 0
+    assert max(len(line) for line in out.splitlines()) <= 80, out
+
+
+def _pasted(text: str, command: str) -> str:
+    after = text.split(f"$ {command}\n", 1)[1]
+    return after.split("\n```\n", 1)[0] + "\n"
+
+
+def test_readme_shows_real_output(capsys):
+    readme = (ROOT / "README.md").read_text()
+    command = "reprieve simulate " + " ".join(WORKLOAD)
+    pasted = _pasted(readme, ".venv/bin/" + command)
+    _, out, _ = run(capsys, *WORKLOAD)
+    assert out == pasted
+
+
+def test_docs_quality_shows_what_its_commands_print(capsys):
+    # make bench-quality writes docs/quality.md; the replay is deterministic, so it stays true.
+    text = (ROOT / "docs" / "quality.md").read_text()
+    commands = [line[2:] for line in text.splitlines() if line.startswith("$ reprieve simulate")]
+    assert len(commands) == 3
+    for command in commands:
+        _, out, _ = run(capsys, *command.split()[2:])
+        assert out == _pasted(text, command), command
+
+
+def test_pods_as_json_and_single_documents_without_uids(capsys, tmp_path):
+    pods = yaml.safe_load((ROOT / "examples/workload/pending.yaml").read_text())["items"][:2]
+    (tmp_path / "pods.json").write_text(json.dumps({"kind": "List", "apiVersion": "v1", "items": pods}))
+    (tmp_path / "pods.yaml").write_text(yaml.safe_dump_all(pods))
+    from_json = report(capsys, "--snapshot", WORKLOAD[1], "--pods", str(tmp_path / "pods.json"))
+    from_yaml = report(capsys, "--snapshot", WORKLOAD[1], "--pods", str(tmp_path / "pods.yaml"))
+    assert from_json["totals"] == from_yaml["totals"]
+    assert from_json["totals"]["stock"]["guaranteed_victims"] == 2  # two lane-q preemptors
+    assert [s["pod"] for s in from_json["steps"]["reprieve"]] == ["replay/urgent-q-00", "replay/urgent-q-01"]
+
+
+BAD_FILES = {
+    "bound.yaml": "kind: Pod\napiVersion: v1\nmetadata: {name: a}\nspec: {nodeName: q-00, containers: [{name: c}]}\n",
+    "not-yaml.yaml": "kind: [unclosed\n",
+    "node.yaml": "kind: Node\napiVersion: v1\nmetadata: {name: n}\n",
+    "class.yaml": "kind: Pod\napiVersion: v1\nmetadata: {name: a}\nspec: {priorityClassName: gold, containers: [{name: c}]}\n",
+    "twice.yaml": "kind: Pod\napiVersion: v1\nmetadata: {name: a}\nspec: {containers: [{name: c}]}\n---\n"
+    "kind: Pod\napiVersion: v1\nmetadata: {name: a}\nspec: {containers: [{name: c}]}\n",
+    "quantity.yaml": "kind: Pod\napiVersion: v1\nmetadata: {name: a}\nspec: {containers: [{name: c, resources: {requests: {cpu: fast}}}]}\n",
+    "empty.yaml": "# nothing\n",
+}
+
+BAD = [
+    pytest.param((), "give --snapshot and --pods, or --generate N", id="nothing"),
+    pytest.param(("--snapshot", WORKLOAD[1]), "give --snapshot and --pods", id="snapshot-alone"),
+    pytest.param(("--generate", "5", "--snapshot", WORKLOAD[1]), "--generate makes its own cluster", id="generate-and-snapshot"),
+    pytest.param(("--generate", "0"), "--generate must be at least 1", id="generate-zero"),
+    pytest.param(("--snapshot", WORKLOAD[1], "--pods", "missing.yaml"), "--pods missing.yaml: cannot read", id="missing-pods"),
+    pytest.param(("--snapshot", WORKLOAD[1], "--pods", "{tmp}/bound.yaml"), "spec.nodeName is set (q-00)", id="bound-pod"),
+    pytest.param(("--snapshot", WORKLOAD[1], "--pods", "{tmp}/not-yaml.yaml"), "not valid YAML", id="not-yaml"),
+    pytest.param(("--snapshot", WORKLOAD[1], "--pods", "{tmp}/node.yaml"), "expected a Pod, found 'Node'", id="wrong-kind"),
+    pytest.param(("--snapshot", WORKLOAD[1], "--pods", "{tmp}/class.yaml"), "no PriorityClass 'gold'", id="unknown-class"),
+    pytest.param(("--snapshot", WORKLOAD[1], "--pods", "{tmp}/twice.yaml"), "document 1: Pod default/a: UID pending:default/a appears twice", id="twice"),
+    pytest.param(("--snapshot", WORKLOAD[1], "--pods", "{tmp}/quantity.yaml"), "'fast' is not a quantity", id="bad-quantity"),
+    pytest.param(("--snapshot", WORKLOAD[1], "--pods", "{tmp}/empty.yaml"), "no Pod objects", id="empty"),
+    pytest.param(("--snapshot", "none.yaml", "--pods", WORKLOAD[3]), "cannot read snapshot none.yaml", id="missing-snapshot"),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD)
+def test_bad_input_is_one_line_and_exit_2(capsys, tmp_path, args, message):
+    for name, text in BAD_FILES.items():
+        (tmp_path / name).write_text(text)
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    code, out, err = run(capsys, *args)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("reprieve: "), err
+    assert message in err.replace(str(tmp_path) + "/", ""), err
+
+
+def test_real_exit_status():
+    done = subprocess.run(
+        [sys.executable, "-m", "extender.cli", "simulate", "--generate", "0"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == "reprieve: --generate must be at least 1, not 0"

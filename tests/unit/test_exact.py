@@ -1,0 +1,133 @@
+"""policy.exact: the cheapest victim set, checked against every set (brute force)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from policy import exact, ranking
+from policy.importance import most_important_first
+from policy.pdb import count_violations
+from policy.qos import QoS
+from policy.victims import select_victims
+from tests.builders import node, pdb, pod, view
+
+G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
+NOTHING = (math.inf,)
+
+
+def test_one_large_victim_beats_the_two_small_ones_every_greedy_order_takes():
+    # Room for 6 cpu of the 10 used. Every greedy order keeps the most important pod (a, 4
+    # cpu) first, and then neither b nor c fits: two victims. Evicting a alone is enough.
+    running = [
+        pod("a", node="n1", cpu=4, priority=1, qos=G, start=0),
+        pod("b", node="n1", cpu=3, priority=1, qos=G, start=1),
+        pod("c", node="n1", cpu=3, priority=1, qos=G, start=2),
+    ]
+    v = view([node("n1", cpu=10)], running)
+    chosen = select_victims(
+        node=v.nodes["n1"], preemptor=pod("pre", cpu=4, priority=5), reservations=(), budgets_of=v.budgets_covering
+    )
+    assert [p.name for p in chosen.victims] == ["a"]
+    assert "the cheapest of every set" in chosen.reasons[0]
+
+
+def brute_force(room, checked, live, leaving, budgets_of, opted_out):
+    best = None
+    for size in range(len(live) + 1):
+        for evicted in itertools.combinations(live, size):
+            gone = {p.uid for p in evicted}
+            kept = [p for p in live if p.uid not in gone]
+            if any(sum(p.requests.get(r, 0) for p in kept) > room[r] for r in checked):
+                continue
+            victims = most_important_first((*leaving, *evicted))
+            violations = count_violations(victims, budgets_of)
+            key = ranking.cost(victims, violations, sum(p.uid in opted_out for p in evicted)).key
+            best = key if best is None or key < best else best
+    return best
+
+
+pods_on_a_node = st.lists(
+    st.tuples(
+        st.integers(0, 3),  # priority
+        st.integers(0, 4),  # cpu
+        st.integers(0, 2),  # memory
+        st.sampled_from([G, B]),  # QoS when it requests something
+        st.integers(0, 3),  # start
+        st.sampled_from(["a", "b", "ab", ""]),  # budgets covering it ("ab": both, overlapping)
+        st.integers(0, 7),  # terminating when 0, opted out when 1
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(running=pods_on_a_node, allowed=st.tuples(st.integers(0, 2), st.integers(0, 2)), room=st.tuples(st.integers(0, 14), st.integers(0, 8)))
+# Overlapping budgets: a branch that keeps a pod must keep the exact violation count of the
+# victims so far (a per-budget sum over-counts pods covered twice and pruned the cheapest set).
+@example(
+    running=[(0, 0, 0, G, 0, "a", 0), (0, 2, 0, G, 0, "a", 2), (1, 1, 0, B, 0, "ab", 2), (0, 0, 1, G, 0, "a", 2),
+             (0, 1, 0, G, 0, "a", 1), (1, 0, 1, G, 0, "ab", 1)],
+    allowed=(0, 0), room=(3, 0),
+)
+def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room):
+    pods = [
+        pod(
+            f"p{i}", node="n1", priority=prio, cpu=cpu, mem=mem, qos=qos if cpu or mem else BE, start=start,
+            labels={**({"a": "1"} if "a" in budgets else {}), **({"b": "1"} if "b" in budgets else {}), "id": str(i)},
+            terminating=flag == 0,
+        )
+        for i, (prio, cpu, mem, qos, start, budgets, flag) in enumerate(running)
+    ]
+    budgets = [pdb("a", allowed=allowed[0], match={"a": "1"}), pdb("b", allowed=allowed[1], match={"b": "1"})]
+    v = view([node("n1", cpu=20)], pods, budgets)
+    live = most_important_first(p for p in pods if not p.terminating)
+    leaving = [p for p in pods if p.terminating]
+    opted_out = {p.uid for p, (*_, flag) in zip(pods, running) if flag == 1}
+    checked = ("cpu", "memory")
+    space = {"cpu": room[0] * 1000, "memory": room[1] * 2**30}
+    args = dict(room=space, checked=checked, live=live, leaving=leaving, budgets_of=v.budgets_covering, opted_out=opted_out)
+    expected = brute_force(**args)
+    found = exact.cheapest(**args, beat=NOTHING)
+    if expected is None:
+        assert found is None
+        return
+    assert found is not None and found.key == expected
+    # Only a strictly cheaper set is returned.
+    assert exact.cheapest(**args, beat=expected) is None
+    # The set found is what it claims: it frees enough and costs its key.
+    kept = [p for p in live if p not in found.victims]
+    assert all(sum(p.requests.get(r, 0) for p in kept) <= space[r] for r in checked)
+    violations = count_violations(found.victims, v.budgets_covering)
+    assert found.violations == violations
+    assert ranking.cost(found.victims, violations, sum(p.uid in opted_out for p in found.victims)).key == found.key
+
+
+@settings(max_examples=300, deadline=None)
+@given(running=pods_on_a_node, allowed=st.tuples(st.integers(0, 2), st.integers(0, 2)), room=st.tuples(st.integers(0, 14), st.integers(0, 8)))
+def test_improving_never_returns_a_set_that_does_not_fit_or_costs_more(running, allowed, room):
+    pods = [
+        pod(
+            f"p{i}", node="n1", priority=prio, cpu=cpu, mem=mem, qos=qos if cpu or mem else BE, start=start,
+            labels={**({"a": "1"} if "a" in budgets else {}), "id": str(i)},
+        )
+        for i, (prio, cpu, mem, qos, start, budgets, flag) in enumerate(running)
+    ]
+    v = view([node("n1", cpu=20)], pods, [pdb("a", allowed=allowed[0], match={"a": "1"})])
+    live = most_important_first(pods)
+    checked = ("cpu", "memory")
+    space = {"cpu": room[0] * 1000, "memory": room[1] * 2**30}
+    # Start from the worst feasible set: every pod a victim.
+    start_key = ranking.cost(live, count_violations(live, v.budgets_covering)).key
+    found = exact.improve(
+        room=space, checked=checked, live=live, leaving=(), budgets_of=v.budgets_covering, opted_out=set(),
+        victims=live, key=start_key,
+    )
+    if found is None:
+        return
+    assert found.key < start_key
+    kept = [p for p in live if p not in found.victims]
+    assert all(sum(p.requests.get(r, 0) for p in kept) <= space[r] for r in checked)

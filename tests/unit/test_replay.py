@@ -1,0 +1,245 @@
+"""The cluster-wide replay (policy.replay): decisions applied, columns counted, and the
+property that reprieve's PDB violations over a generated workload are no more than stock's."""
+
+from __future__ import annotations
+
+import random
+from unittest import mock
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from policy import ranking, replay, workload
+from policy.pdb import count_violations
+from policy.qos import QoS
+from tests.builders import node, pdb, pod, view
+
+G, B = QoS.GUARANTEED, QoS.BURSTABLE
+
+
+def bound(v):
+    return {p.name: p.node_name for p in v.pods.values() if p.node_name is not None}
+
+
+# --------------------------------------------------------------- applying decisions
+
+
+@pytest.mark.parametrize("side", [replay.STOCK, replay.REPRIEVE])
+def test_victims_go_and_the_preemptor_is_bound_to_the_chosen_node(side):
+    v = view(
+        [node("n1", cpu=4), node("n2", cpu=4)],
+        [pod("low", node="n1", cpu=4, priority=0), pod("mid", node="n2", cpu=4, priority=5)],
+    )
+    run = replay.replay(v, [pod("urgent", cpu=4, priority=10)], side=side)
+    assert bound(run.final) == {"urgent": "n1", "mid": "n2"}
+    assert [(s.pod, s.node, s.victims) for s in run.steps] == [("default/urgent", "n1", ("default/low",))]
+    assert run.totals.preemptions == 1 and run.totals.victims == 1 and run.totals.pending == 0
+
+
+@pytest.mark.parametrize("side", [replay.STOCK, replay.REPRIEVE])
+def test_a_pod_that_fits_is_bound_to_the_first_fitting_node_without_preempting(side):
+    v = view(
+        [node("n1", cpu=4), node("n2", cpu=4), node("n3", cpu=4)],
+        [pod("low", node="n1", cpu=4, priority=0)],
+    )
+    run = replay.replay(v, [pod("a", cpu=2, priority=10), pod("b", cpu=3, priority=10)], side=side)
+    assert bound(run.final) == {"low": "n1", "a": "n2", "b": "n3"}
+    assert run.totals.preemptions == 0 and run.totals.victims == 0
+
+
+def test_a_later_pod_sees_the_earlier_decisions():
+    # The second preemptor cannot take the first one's node (same priority): it evicts n2's pod.
+    v = view(
+        [node("n1", cpu=4), node("n2", cpu=4)],
+        [pod("low1", node="n1", cpu=4, priority=0), pod("low2", node="n2", cpu=4, priority=1)],
+    )
+    run = replay.replay(v, [pod("u1", cpu=4, priority=10), pod("u2", cpu=4, priority=10)], side=replay.REPRIEVE)
+    assert bound(run.final) == {"u1": "n1", "u2": "n2"}
+    assert run.totals.victims == 2
+
+
+def test_with_replace_an_owned_victim_comes_back_queued_and_can_preempt_in_turn():
+    # urgent evicts mid (owned); mid's replacement (priority 5) fits nowhere and evicts low
+    # (owned too), whose replacement has nowhere to go and nothing to preempt: a cascade of 1.
+    v = view(
+        [node("n1", cpu=4), node("n2", cpu=5)],
+        [
+            pod("mid", node="n1", cpu=3, priority=5, owner="rs-mid"),
+            pod("low", node="n2", cpu=3, priority=0, owner="rs-low"),
+            pod("top", node="n2", cpu=2, priority=20),  # keeps urgent off n2
+        ],
+    )
+    urgent = pod("urgent", cpu=4, priority=10)
+    without = replay.replay(v, [urgent], side=replay.STOCK)
+    assert [s.pod for s in without.steps] == ["default/urgent"]
+    assert without.totals.no_home == 1 and without.totals.cascade == 0
+
+    run = replay.replay(v, [urgent], side=replay.STOCK, replace=True)
+    assert [(s.pod, s.depth, s.node, s.victims) for s in run.steps] == [
+        ("default/urgent", 0, "n1", ("default/mid",)),
+        ("default/mid-r", 1, "n2", ("default/low",)),
+        ("default/low-r", 2, None, ()),
+    ]
+    assert bound(run.final) == {"urgent": "n1", "mid-r": "n2", "top": "n2"}
+    replacement = run.final.pods["uid-default-mid-r"]
+    assert replacement.owner == "rs-mid" and replacement.priority == 5
+    t = run.totals
+    assert (t.preemptions, t.victims, t.no_home, t.cascade, t.pending) == (2, 2, 2, 1, 1)
+
+
+def test_an_unowned_victim_has_no_replacement_and_is_not_counted_homeless():
+    v = view([node("n1", cpu=4)], [pod("low", node="n1", cpu=4, priority=0)])
+    run = replay.replay(v, [pod("urgent", cpu=4, priority=10)], side=replay.STOCK, replace=True)
+    assert len(run.steps) == 1 and run.totals.no_home == 0
+
+
+def test_budgets_follow_the_evictions():
+    # web allows one disruption across two nodes: the first eviction spends it, the second
+    # violates it (the disruption controller recounts after each step).
+    v = view(
+        [node("n1", cpu=4), node("n2", cpu=4)],
+        [pod(f"web{i}", node=f"n{i}", cpu=4, priority=0, labels={"app": "web"}) for i in (1, 2)],
+        [pdb("web", allowed=1, match={"app": "web"})],
+    )
+    run = replay.replay(v, [pod("u1", cpu=4, priority=10), pod("u2", cpu=4, priority=10)], side=replay.REPRIEVE)
+    assert [s.pdb_violations for s in run.steps] == [0, 1]
+    assert run.totals.pdb_violations == 1
+
+
+# --------------------------------------------------------------- the columns, by hand
+
+
+def test_qos_tie_break_guaranteed_victim_for_stock_burstable_for_reprieve():
+    # Equal priority; the Guaranteed pod started later, so stock (start time its only
+    # tie-break) evicts it; reprieve evicts the Burstable pod.
+    v = view(
+        [node("q", cpu=4)],
+        [pod("burst", node="q", cpu=2, priority=1, qos=B, start=100), pod("guar", node="q", cpu=2, priority=1, qos=G, start=200)],
+    )
+    runs = replay.compare(v, [pod("urgent", cpu=2, priority=10)])
+    s, r = runs[replay.STOCK].totals, runs[replay.REPRIEVE].totals
+    assert (s.guaranteed_victims, s.burstable_victims, s.priority_loss) == (1, 0, 1)  # floor 1: weight 1
+    assert (r.guaranteed_victims, r.burstable_victims, r.priority_loss) == (0, 1, 1)
+
+
+def test_stock_violates_a_budget_that_reprieve_spares():
+    # w: web allows 1; A1 (older, 1 cpu) spends it in upstream's walk, so A2 (3 cpu, must go)
+    # is counted as violating, though evicting it alone violates nothing. d: db allows 0 and
+    # its Guaranteed pod started last, so upstream's latest-start rule picks d: a real
+    # violation. reprieve counts w as 0 violations and takes it.
+    v = view(
+        [node("w", cpu=4), node("d", cpu=4)],
+        [
+            pod("a1", node="w", cpu=1, priority=1, start=100, labels={"app": "web"}),
+            pod("a2", node="w", cpu=3, priority=1, start=200, labels={"app": "web"}),
+            pod("db", node="d", cpu=4, priority=1, qos=G, start=300, labels={"app": "db"}),
+        ],
+        [pdb("web", allowed=1, match={"app": "web"}), pdb("db", allowed=0, match={"app": "db"})],
+    )
+    runs = replay.compare(v, [pod("urgent", cpu=2, priority=10)])
+    stock_step, = runs[replay.STOCK].steps
+    reprieve_step, = runs[replay.REPRIEVE].steps
+    assert (stock_step.node, stock_step.victims, stock_step.pdb_violations) == ("d", ("default/db",), 1)
+    assert (reprieve_step.node, reprieve_step.victims, reprieve_step.pdb_violations) == ("w", ("default/a2",), 0)
+    assert runs[replay.STOCK].totals.guaranteed_victims == 1 and runs[replay.REPRIEVE].totals.guaranteed_victims == 0
+
+
+def test_stock_evicts_a_burstable_pod_for_a_pod_slot_a_best_effort_one_would_free():
+    # A node out of pod slots: the older BestEffort pod is kept by upstream, so the Burstable
+    # one goes; reprieve keeps the Burstable pod and evicts the BestEffort one.
+    v = view(
+        [node("e", cpu=4, pods=2)],
+        [pod("be", node="e", priority=1, start=100), pod("b", node="e", cpu=1, priority=1, start=200)],
+    )
+    runs = replay.compare(v, [pod("urgent", cpu=2, priority=10)])
+    assert runs[replay.STOCK].totals.as_dict() == {
+        "preemptions": 1, "victims": 1, "pdb_violations": 0, "guaranteed_victims": 0, "burstable_victims": 1,
+        "priority_loss": 1, "no_home": 0, "cascade": 0, "pending": 0,
+    }
+    assert runs[replay.REPRIEVE].totals.as_dict() == {
+        "preemptions": 1, "victims": 1, "pdb_violations": 0, "guaranteed_victims": 0, "burstable_victims": 0,
+        "priority_loss": 1, "no_home": 0, "cascade": 0, "pending": 0,
+    }
+
+
+def test_priority_loss_weighs_each_victim_by_its_priority_above_the_floor():
+    v = view(
+        [node("n1", cpu=4), node("n2", cpu=4)],
+        [pod("floor", node="n1", cpu=4, priority=-3), pod("x", node="n2", cpu=4, priority=4)],
+    )
+    run = replay.replay(v, [pod("u1", cpu=4, priority=10), pod("u2", cpu=4, priority=10)], side=replay.STOCK)
+    assert run.totals.priority_loss == 1 + (4 - (-3) + 1)
+
+
+def test_pods_that_cannot_preempt_are_left_pending():
+    v = view([node("n1", cpu=4)], [pod("high", node="n1", cpu=4, priority=50)])
+    runs = replay.compare(v, [pod("u", cpu=2, priority=10), pod("never", cpu=1, priority=100, never=True)])
+    for run in runs.values():
+        assert [s.node for s in run.steps] == [None, None] and run.totals.pending == 2
+
+
+def test_sparing_a_guaranteed_pod_can_spend_the_allowance_a_later_preemptor_needed():
+    # The limit of judging one preemption at a time (README, docs/simulate.md): both first
+    # choices violate nothing, and reprieve's spares the Guaranteed pod; but it spends the
+    # budget's one allowed disruption, which the next preemptor then needed. If reprieve learns
+    # to weigh allowance it spends, this test says so: update it and the docs together.
+    # p1 (4 cpu) can take any node: w1 and w2 are Burstable behind web (allows 1), x is
+    # Guaranteed and the youngest. Stock takes n3 (latest start), reprieve n1 (no Guaranteed
+    # victim), spending web's allowance. p2 (8 cpu) fits only on n1 or n2: for stock web still
+    # allows one disruption; for reprieve n1 is taken and w2 is a violation.
+    v = view(
+        [node("n1", cpu=8), node("n2", cpu=8), node("n3", cpu=4)],
+        [
+            pod("w1", node="n1", cpu=8, priority=1, start=100, labels={"app": "web"}),
+            pod("w2", node="n2", cpu=8, priority=1, start=100, labels={"app": "web"}),
+            pod("x", node="n3", cpu=4, priority=1, qos=G, start=200),
+        ],
+        [pdb("web", allowed=1, match={"app": "web"})],
+    )
+    runs = replay.compare(v, [pod("p1", cpu=4, priority=10), pod("p2", cpu=8, priority=10)])
+    assert [s.pdb_violations for s in runs[replay.STOCK].steps] == [0, 0]
+    assert [s.pdb_violations for s in runs[replay.REPRIEVE].steps] == [0, 1]
+    assert runs[replay.REPRIEVE].totals.guaranteed_victims < runs[replay.STOCK].totals.guaranteed_victims
+
+
+# --------------------------------------------------------------- generated workloads
+
+
+def test_the_generator_is_deterministic_and_makes_what_it_promises():
+    a = workload.generate(random.Random(5), 24)
+    b = workload.generate(random.Random(5), 24)
+    assert a == b
+    assert a != workload.generate(random.Random(6), 24)
+    pods = list(a.view.pods.values())
+    assert {p.qos for p in pods if p.node_name} == {QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT}
+    assert any(p.owner for p in pods) and any(p.owner is None for p in pods if p.node_name)
+    assert any(p.nominated_node_name for p in pods)
+    assert {b.disruptions_allowed for bs in a.view.budgets.values() for b in bs} <= {0, 1, 2}
+    assert len(a.pending) == 24 and min(p.priority for p in a.pending) > max(p.priority for p in pods if p.node_name)
+    assert len({i.node.allocatable["cpu"] for i in a.view.nodes.values()}) > 1
+
+
+# Per decision, along a whole replay: at every step of reprieve's own path, its choice costs
+# no more (policy.ranking's key) than stock's on the same cluster. Totals over a replay are not
+# guaranteed (the clusters drift apart: the test above), and docs/simulate.md says so.
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), pending=st.integers(4, 16), replace=st.booleans())
+def test_every_decision_along_reprieves_replay_costs_no_more_than_stocks(seed, pending, replace):
+    made = workload.generate(random.Random(seed), pending)
+    compared = []
+
+    def both(view, pod):
+        mine, theirs = replay.reprieve_side(view, pod), replay.stock_side(view, pod)
+        if theirs.victims and mine.victims:
+            compared.append((_key(mine.victims, view), _key(theirs.victims, view), pod.key))
+        return mine
+
+    with mock.patch.dict(replay.SIDES, {"checked": both}):
+        replay.replay(made.view, made.pending, side="checked", replace=replace)
+    for mine, theirs, key in compared:
+        assert mine <= theirs, (f"--generate {pending} --seed {seed}", key)
+
+
+def _key(victims, view):
+    return ranking.cost(victims, count_violations(victims, view.budgets_covering)).key
