@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-victims bench-cache bench-burst bench-quality clean
+.PHONY: run test unit e2e cluster cluster-down bench bench-victims bench-cache bench-burst bench-quality bench-slow clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -55,6 +55,10 @@ bench-burst: $(STAMP)
 ## Decision quality against stock: `reprieve simulate` on the shipped and a generated workload (docs/quality.md).
 bench-quality: $(STAMP)
 	$(PY) bench/quality.py
+
+## Latency of normal requests with 0 and 50 slow connections hanging on a served reprieve (~1 min; docs/serving.md).
+bench-slow: $(STAMP)
+	$(PY) bench/slow_clients.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -7,6 +7,7 @@ import gc
 import logging
 import os
 import sys
+import threading
 
 from extender.serving import logs
 from extender.config import Events, Mode, Settings
@@ -36,7 +37,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--bind", default=os.environ.get("REPRIEVE_BIND", Settings.bind), help="HOST:PORT to listen on; env REPRIEVE_BIND"
     )
-    serve.add_argument("--threads", type=int, default=Settings.threads, help="request threads in the one worker process")
+    serve.add_argument(
+        "--threads", type=int, default=Settings.threads, help="threads that answer requests (each arrives whole first)"
+    )
+    _serving_flags(serve)
     _policy_flag(serve)
     serve.add_argument(
         "--mode",
@@ -89,6 +93,42 @@ def _parser() -> argparse.ArgumentParser:
     simulate.add_argument("--output", choices=["table", "json"], default="table")
     simulate.set_defaults(log_level="WARNING")
     return parser
+
+
+def _serving_flags(serve: argparse.ArgumentParser) -> None:
+    """TLS, the plain probes port, and the limits that keep slow clients from starving the verbs."""
+    env = os.environ.get
+    serve.add_argument(
+        "--tls-cert-file",
+        default=env("REPRIEVE_TLS_CERT_FILE"),
+        help="serve the verbs over TLS with this certificate (PEM, chain after it); reloaded when the file changes; "
+        "env REPRIEVE_TLS_CERT_FILE",
+    )
+    serve.add_argument(
+        "--tls-private-key-file",
+        default=env("REPRIEVE_TLS_PRIVATE_KEY_FILE"),
+        help="the certificate's private key (PEM); env REPRIEVE_TLS_PRIVATE_KEY_FILE",
+    )
+    serve.add_argument(
+        "--client-ca-file",
+        default=env("REPRIEVE_CLIENT_CA_FILE"),
+        help="require client certificates signed by these CAs (PEM bundle; mutual TLS); env REPRIEVE_CLIENT_CA_FILE",
+    )
+    serve.add_argument(
+        "--plain-bind",
+        default=env("REPRIEVE_PLAIN_BIND"),
+        help="HOST:PORT of a plain-HTTP listener serving only /healthz, /readyz and /metrics; env REPRIEVE_PLAIN_BIND",
+    )
+    for flag, field, unit in (
+        ("--header-timeout", "header_timeout", "seconds from a request's first byte to the end of its headers (and for the TLS handshake)"),
+        ("--body-timeout", "body_timeout", "seconds from the end of a request's headers to the end of its body, and to send the answer"),
+        ("--max-connections", "max_connections", "connections open at once, all clients together"),
+        ("--max-connections-per-client", "max_connections_per_client", "connections open at once from one IP address"),
+        ("--max-buffered-bytes", "max_buffered_bytes", "bytes of request bodies being received at once, all connections together"),
+        ("--shutdown-delay", "shutdown_delay", "seconds after SIGTERM during which /readyz fails but requests are still answered"),
+    ):
+        default = getattr(Settings, field)
+        serve.add_argument(flag, type=type(default), default=default, help=f"{unit} (default {default})")
 
 
 def _policy_flag(command: argparse.ArgumentParser) -> None:
@@ -157,8 +197,15 @@ def _serve(args: argparse.Namespace) -> int:
     from extender.serving.metrics import Metrics
     from extender.serving.server import Server
 
-    if args.threads < 1:
-        raise ConfigError(f"--threads must be at least 1, not {args.threads}")
+    for flag in ("threads", "header_timeout", "body_timeout", "max_connections", "max_connections_per_client", "max_buffered_bytes"):
+        if getattr(args, flag) <= 0:
+            raise ConfigError(f"--{flag.replace('_', '-')} must be positive, not {getattr(args, flag)}")
+    if args.shutdown_delay < 0:
+        raise ConfigError(f"--shutdown-delay must not be negative, not {args.shutdown_delay}")
+    if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
+        raise ConfigError("--tls-cert-file and --tls-private-key-file go together: give both or neither")
+    if args.client_ca_file and not args.tls_cert_file:
+        raise ConfigError("--client-ca-file needs --tls-cert-file and --tls-private-key-file: client certificates need TLS")
     if args.staleness_bound <= 0:
         raise ConfigError(f"--staleness-bound must be positive, not {args.staleness_bound}")
     if args.mode not in {m.value for m in Mode}:
@@ -172,14 +219,24 @@ def _serve(args: argparse.Namespace) -> int:
         staleness_bound=args.staleness_bound,
         mode=Mode(args.mode),
         events=Events(args.events),
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        max_connections=args.max_connections,
+        max_connections_per_client=args.max_connections_per_client,
+        max_buffered_bytes=args.max_buffered_bytes,
+        shutdown_delay=args.shutdown_delay,
+        plain_bind=args.plain_bind,
+        tls_cert_file=args.tls_cert_file,
+        tls_private_key_file=args.tls_private_key_file,
+        client_ca_file=args.client_ca_file,
     )
+    stopping = threading.Event()
     log.info("mode: %s", settings.mode.value)
     rules = policy_file.load(args.policy) if args.policy else None
     if rules is not None:
         log.info("multi-tenant rules from %s: %d queue(s)", args.policy, len(rules.queue_names()))
-    # Read the snapshot or kubeconfig before gunicorn starts, so that a bad one stops startup
-    # with its message; but start watching only in the worker, after the fork, so that the
-    # process answering requests is the one that owns the (one) cache.
+    # Read the snapshot or kubeconfig, the TLS files and the addresses first, so that a bad one
+    # stops startup with its message; start watching (build) only then.
     if args.kubeconfig or args.in_cluster:
         api = ApiServer.from_kubeconfig(args.kubeconfig) if args.kubeconfig else ApiServer.in_cluster()
         log.info("serving on %s, watching %s", settings.bind, api.describe())
@@ -187,11 +244,14 @@ def _serve(args: argparse.Namespace) -> int:
         def build():
             metrics = Metrics()
             # The initial list makes most of the long-lived records: move them out of the
-            # collector's reach as Server.load does for a snapshot (see extender.serving.server).
+            # collector's reach as Server.run does for a snapshot (see extender.serving.server).
             cluster = LiveCluster(
                 api, metrics=metrics, staleness_bound=settings.staleness_bound, on_first_view=gc.freeze
             ).start()
-            return create_app(settings, cluster=cluster, metrics=metrics, rules=rules, events=_events(settings, api, cluster, metrics))
+            return create_app(
+                settings, cluster=cluster, metrics=metrics, rules=rules, stopping=stopping,
+                events=_events(settings, api, cluster, metrics),
+            )
 
     elif args.snapshot:
         cluster = StaticCluster(snapshot.load(args.snapshot), source=args.snapshot)
@@ -200,16 +260,17 @@ def _serve(args: argparse.Namespace) -> int:
             log.info("events: none in snapshot mode (no API server to write them to)")
 
         def build():
-            return create_app(settings, cluster=cluster, rules=rules)
+            return create_app(settings, cluster=cluster, rules=rules, stopping=stopping)
 
     else:
         raise ConfigError("serve needs one of --snapshot PATH, --kubeconfig PATH or --in-cluster")
-    Server(build, bind=settings.bind, threads=settings.threads).run()
+    server = Server(build, settings, stopping=stopping)
+    server.run()
     return 0
 
 
 def _events(settings: Settings, api, cluster, metrics):
-    """The Event recorder and the witness that feeds it, started in the worker; None when off."""
+    """The Event recorder and the witness that feeds it, started with the app; None when off."""
     from extender.events.recorder import ApiSink, Recorder
     from extender.events.witness import Witness
 

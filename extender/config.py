@@ -33,3 +33,19 @@ class Settings:
     staleness_bound: float = 5.0
     mode: Mode = Mode.ENFORCE
     events: Events = Events.ON
+    # Serving (extender.serving.server, docs/serving.md). The scheduler gives up on a call after
+    # its httpTimeout (2 s shipped, 5 s default): a request slower than that helps nobody.
+    header_timeout: float = 5.0  # from a request's first byte to the end of its head (and the TLS handshake)
+    body_timeout: float = 10.0  # from the end of the head to the end of the body; also to send the answer
+    idle_timeout: float = 75.0  # a kept-alive connection with no request; the scheduler reuses connections
+    max_connections: int = 1024  # open at once, all clients together
+    max_connections_per_client: int = 64  # open at once from one IP address
+    # Request bodies being received, over all connections: 1024 connections times a 64 MiB body
+    # would be 64 GiB. Past it a body is refused with 503 (the scheduler's own fit in easily).
+    max_buffered_bytes: int = 256 * 2**20
+    shutdown_delay: float = 2.0  # after SIGTERM: /readyz fails, requests are still answered
+    graceful_timeout: float = 10.0  # then: requests in flight may finish for this long
+    plain_bind: str | None = None  # HOST:PORT for /healthz, /readyz and /metrics only, plain HTTP
+    tls_cert_file: str | None = None
+    tls_private_key_file: str | None = None
+    client_ca_file: str | None = None  # clients must present a certificate this CA signed

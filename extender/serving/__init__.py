@@ -1,7 +1,11 @@
-"""Serving the extender verbs: the Flask app, gunicorn, wire types, metrics and logs.
+"""Serving the extender verbs: the Flask app, the server, wire types, metrics and logs.
 
     app         the Flask application factory
-    server      running the app under gunicorn
+    server      listeners, signals and shutdown: one process, an asyncio loop, a few threads
+    connection  one client connection: deadlines, whole requests, the app on a thread
+    admission   connection limits, per client and in all
+    wsgi        calling the app with a request that has arrived whole
+    tls         the serving certificate, reloaded when its files change
     wire        the kube-scheduler extender v1 wire types
     verbs/      one module per verb
     metrics     Prometheus metrics, one registry per app

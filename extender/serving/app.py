@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 
@@ -40,16 +41,19 @@ def create_app(
     metrics: Metrics | None = None,
     rules: Rules | None = None,
     events: Witness | None = None,
+    stopping: threading.Event | None = None,
 ) -> Flask:
-    """The app; ``events`` (extender.events) records Kubernetes Events about its preemptions."""
+    """``events`` (extender.events) records Kubernetes Events about its preemptions; ``stopping``
+    is set when the server begins to shut down: from then on /readyz fails."""
     app = Flask("reprieve")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     metrics = metrics or Metrics()
     log = logging.getLogger("reprieve.decisions")
     standings = Standings(rules) if rules is not None else None
     ledger = Ledger()
+    stopping = stopping or threading.Event()
     app.extensions["reprieve"] = {"cluster": cluster, "metrics": metrics, "settings": settings}
-    metrics.serving(mode=settings.mode.value, ready=lambda: cluster.view() is not None)
+    metrics.serving(mode=settings.mode.value, ready=lambda: cluster.view() is not None and not stopping.is_set())
 
     def serve_verb(verb: str, handler: Callable[[bytes, Context], bytes]) -> Callable[[], Response]:
         def view() -> Response:
@@ -87,8 +91,10 @@ def create_app(
 
     @app.get("/readyz")
     def readyz() -> tuple[dict, int]:
-        ready = cluster.view() is not None
+        ready = cluster.view() is not None and not stopping.is_set()
         body = {"ready": ready, "cluster": cluster.describe(), "resourceVersions": cluster.resource_versions()}
+        if stopping.is_set():
+            body["stopping"] = True
         return body, 200 if ready else 503
 
     @app.get("/metrics")

@@ -60,6 +60,21 @@ PRIORITY_BANDS = (
 )
 
 
+# reprieve_connections_dropped_total{reason} (extender.serving.connection, admission).
+DROP_REASONS = (
+    "per-client limit",
+    "connection limit",
+    "shutting down",
+    "TLS handshake",
+    "header timeout",
+    "body timeout",
+    "response timeout",
+    "malformed HTTP",
+    "body too large",
+    "buffer limit",
+)
+
+
 def priority_band(priority: int) -> str:
     return next((band for band, top in PRIORITY_BANDS if priority <= top), PRIORITY_BANDS[-1][0])
 
@@ -147,6 +162,17 @@ class Metrics:
             registry=r,
         )
         self.events_queued = Gauge("reprieve_events_queued", "Kubernetes Events waiting to be written.", registry=r)
+        # The server (extender.serving.server, docs/serving.md).
+        self.connections = Gauge("reprieve_connections", "Client connections open, by listener (verbs, probes).", ["listener"], registry=r)
+        self.dropped = Counter(
+            "reprieve_connections_dropped",
+            "Connections the server refused or closed early, by reason (a limit, a timeout, a failed TLS handshake, malformed HTTP).",
+            ["reason"],
+            registry=r,
+        )
+        self.tls_reloads = Counter(
+            "reprieve_tls_reloads", "Serving certificate reloads after its files changed, by result (ok, failed).", ["result"], registry=r
+        )
 
         # Every series an alert or dashboard reads exists from the start, at 0, so that rate()
         # and increase() see the first event.
@@ -168,6 +194,10 @@ class Metrics:
             self.events_dropped.labels(cause)
         for operation in ("create", "patch"):
             self.events_writes.labels(operation)
+        for reason in DROP_REASONS:
+            self.dropped.labels(reason)
+        for result in ("ok", "failed"):
+            self.tls_reloads.labels(result)
 
     def serving(self, *, mode: str, ready: Callable[[], bool]) -> None:
         """Called once by the app: the mode it runs in and how to tell whether it is ready."""

@@ -1,4 +1,4 @@
-"""`reprieve serve` for real: gunicorn on loopback, started and stopped by the test."""
+"""`reprieve serve` for real on loopback, started and stopped by the test."""
 
 from __future__ import annotations
 

@@ -244,8 +244,11 @@ class ControlPlane:
             lambda: self._secure_healthz(port),
         )
 
-    def start_reprieve(self, name: str = "reprieve", port: int | None = None, args: tuple[str, ...] = ()) -> None:
-        """The reprieve the shipped scheduler configuration points at, or (``port``) another one."""
+    def start_reprieve(
+        self, name: str = "reprieve", port: int | None = None, args: tuple[str, ...] = (), *, ready_port: int | None = None
+    ) -> None:
+        """The reprieve the shipped scheduler configuration points at, or (``port``) another one.
+        ``ready_port``: where its /readyz is plain HTTP (its --plain-bind), when ``port`` is TLS."""
         import urllib.request
 
         port = port or self.reprieve_port
@@ -254,7 +257,7 @@ class ControlPlane:
         self._spawn(
             name,
             [sys.executable, "-m", "extender.cli", "serve", "--kubeconfig", str(self.kubeconfig), "--bind", f"127.0.0.1:{port}", *(args or self.reprieve_args)],
-            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=1).status == 200,
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{ready_port or port}/readyz", timeout=1).status == 200,
         )
 
     def client_connection(self) -> dict:
