@@ -10,7 +10,7 @@ import sys
 import threading
 
 from extender.serving import logs
-from extender.config import Mode, Settings
+from extender.config import Events, Mode, Settings
 from extender.errors import ConfigError, ReprieveError
 
 log = logging.getLogger("reprieve")
@@ -47,6 +47,13 @@ def _parser() -> argparse.ArgumentParser:
         default=os.environ.get("REPRIEVE_MODE", Settings.mode.value),
         help="enforce: answer with reprieve's decisions; shadow: answer as if reprieve were not there, "
         "logging and counting what it would have decided; env REPRIEVE_MODE",
+    )
+    serve.add_argument(
+        "--events",
+        default=os.environ.get("REPRIEVE_EVENTS", Settings.events.value),
+        help="true: record Kubernetes Events on the preemptor and the victims of each preemption reprieve "
+        "answered (live mode); false: none; shadow: also, in shadow mode, a 'would have' Event on each "
+        "preemptor; env REPRIEVE_EVENTS",
     )
     serve.add_argument(
         "--log-level",
@@ -199,12 +206,15 @@ def _serve(args: argparse.Namespace) -> int:
         raise ConfigError(f"--staleness-bound must be positive, not {args.staleness_bound}")
     if args.mode not in {m.value for m in Mode}:
         raise ConfigError(f"--mode must be enforce or shadow, not {args.mode!r}")
+    if args.events not in {e.value for e in Events}:
+        raise ConfigError(f"--events must be true, false or shadow, not {args.events!r}")
     settings = Settings(
         bind=args.bind,
         threads=args.threads,
         log_level=args.log_level,
         staleness_bound=args.staleness_bound,
         mode=Mode(args.mode),
+        events=Events(args.events),
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,
         max_connections=args.max_connections,
@@ -234,11 +244,16 @@ def _serve(args: argparse.Namespace) -> int:
             cluster = LiveCluster(
                 api, metrics=metrics, staleness_bound=settings.staleness_bound, on_first_view=gc.freeze
             ).start()
-            return create_app(settings, cluster=cluster, metrics=metrics, rules=rules, stopping=stopping)
+            return create_app(
+                settings, cluster=cluster, metrics=metrics, rules=rules, stopping=stopping,
+                events=_events(settings, api, cluster, metrics),
+            )
 
     elif args.snapshot:
         cluster = StaticCluster(snapshot.load(args.snapshot), source=args.snapshot)
         log.info("serving on %s from %s", settings.bind, cluster.describe())
+        if settings.events is not Events.OFF:
+            log.info("events: none in snapshot mode (no API server to write them to)")
 
         def build():
             return create_app(settings, cluster=cluster, rules=rules, stopping=stopping)
@@ -248,6 +263,20 @@ def _serve(args: argparse.Namespace) -> int:
     server = Server(build, settings, stopping=stopping)
     server.run()
     return 0
+
+
+def _events(settings: Settings, api, cluster, metrics):
+    """The Event recorder and the witness that feeds it, started with the app; None when off."""
+    from extender.events.recorder import ApiSink, Recorder
+    from extender.events.witness import Witness
+
+    witness = Witness(Recorder(ApiSink(api), metrics=metrics), cluster, mode=settings.mode, events=settings.events)
+    if not witness.enabled:
+        log.info("events: off (--events %s, --mode %s)", settings.events.value, settings.mode.value)
+        return None
+    log.info("events: on (--events %s, --mode %s)", settings.events.value, settings.mode.value)
+    witness.recorder.start()
+    return witness.start()
 
 
 def _explain(args: argparse.Namespace) -> int:

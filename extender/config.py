@@ -15,6 +15,14 @@ class Mode(str, Enum):
     SHADOW = "shadow"  # answer as if reprieve were not there; log and count what it would have done
 
 
+class Events(str, Enum):
+    """Which Kubernetes Events reprieve records about the preemptions it sees carried out."""
+
+    ON = "true"  # on the preemptor and each victim of a preemption reprieve answered (enforce mode)
+    OFF = "false"  # none
+    SHADOW = "shadow"  # as ON, and in shadow mode a "would have" Event on each preemptor
+
+
 @dataclass(frozen=True)
 class Settings:
     bind: str = "127.0.0.1:8888"
@@ -25,6 +33,7 @@ class Settings:
     # /readyz fails and the verbs give their safe answers.
     staleness_bound: float = 5.0
     mode: Mode = Mode.ENFORCE
+    events: Events = Events.ON
     # Serving (extender.serving.server, docs/serving.md). The scheduler gives up on a call after
     # its httpTimeout (2 s shipped, 5 s default): a request slower than that helps nobody.
     header_timeout: float = 5.0  # from a request's first byte to the end of its head (and the TLS handshake)

@@ -39,6 +39,9 @@ class Pod:
     # metadata.creationTimestamp as seconds since the epoch (the preemption delay counts from it).
     created: float | None = None
     terminating: bool = False
+    # A scheduler is evicting it to make room for another pod: the status condition
+    # DisruptionTarget, reason PreemptionByScheduler, which kube-scheduler sets before deleting.
+    preempted: bool = False
     preemption_never: bool = False
     unmodelled: tuple[str, ...] = ()
     priority_class: str = ""

@@ -1,4 +1,5 @@
-"""Raw JSON access to the Kubernetes API: list pages and watch streams, read with orjson."""
+"""Raw JSON access to the Kubernetes API: list pages and watch streams, read with orjson; and the
+few writes reprieve makes (its Events, extender.events)."""
 
 from __future__ import annotations
 
@@ -86,6 +87,20 @@ class ApiServer:
         if response.status != 200:
             raise _error(response.status, body)
         return orjson.loads(body)
+
+    def write(self, method: str, path: str, body: dict, *, content_type: str = "application/json", timeout: float) -> dict:
+        """One POST or PATCH with a JSON body; the answer, or ApiError. A server slower than
+        ``timeout`` raises urllib3's TimeoutError, one that cannot be reached its HTTPError."""
+        response = self._pool.request(
+            method,
+            f"{self._host}{path}",
+            body=orjson.dumps(body),
+            headers={**self._headers(), "Content-Type": content_type},
+            timeout=urllib3.Timeout(connect=timeout, read=timeout),
+        )
+        if not 200 <= response.status < 300:
+            raise _error(response.status, response.data)
+        return orjson.loads(response.data) if response.data else {}
 
     def watch(
         self, path: str, params: dict[str, Any], *, read_timeout: float, on_connect: Callable[[], None] = lambda: None

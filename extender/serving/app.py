@@ -14,6 +14,7 @@ from extender.serving import wire
 from extender.state.source import ClusterSource
 from extender.config import Settings
 from extender.errors import BadRequest
+from extender.events.witness import Witness
 from extender.state.ledger import Ledger
 from extender.serving.metrics import Metrics
 from extender.state.standings import Standings
@@ -39,9 +40,11 @@ def create_app(
     cluster: ClusterSource,
     metrics: Metrics | None = None,
     rules: Rules | None = None,
+    events: Witness | None = None,
     stopping: threading.Event | None = None,
 ) -> Flask:
-    """``stopping`` is set when the server begins to shut down: from then on /readyz fails."""
+    """``events`` (extender.events) records Kubernetes Events about its preemptions; ``stopping``
+    is set when the server begins to shut down: from then on /readyz fails."""
     app = Flask("reprieve")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     metrics = metrics or Metrics()
@@ -59,7 +62,7 @@ def create_app(
             try:
                 body = handler(
                     _read_body(),
-                    Context(cluster.view(), metrics, log, standings, ledger, settings.mode, started),
+                    Context(cluster.view(), metrics, log, standings, ledger, settings.mode, started, events),
                 )
             except BadRequest as exc:
                 code = exc.status

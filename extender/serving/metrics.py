@@ -40,6 +40,11 @@ FALLBACKS = {
     ),
 }
 
+# reprieve_events_total{reason}: the Events reprieve records (extender.events.notes).
+EVENT_REASONS = ("Preempting", "ChosenForPreemption", "ShadowPreemption")
+# reprieve_events_dropped_total{cause}: why an Event was not written.
+EVENT_DROPS = ("queue full", "rate limited", "apiserver slow", "apiserver error")
+
 # Victims by priority band. Band edges are the API's own landmarks: 0 is what a pod without
 # a PriorityClass gets, 1,000,000,000 is the highest value a user-defined PriorityClass may
 # have, and only the built-in system-*-critical classes lie above it. Between them, one band
@@ -143,6 +148,20 @@ class Metrics:
             "reprieve_cache_publish_seconds", "Time to build a new immutable view.", buckets=_BUCKETS, registry=r
         )
 
+        # Kubernetes Events (extender.events).
+        self.events = Counter(
+            "reprieve_events", "Kubernetes Events reprieve recorded (before any was dropped), by reason.", ["reason"], registry=r
+        )
+        self.events_dropped = Counter(
+            "reprieve_events_dropped", "Kubernetes Events dropped instead of written, by cause.", ["cause"], registry=r
+        )
+        self.events_writes = Counter(
+            "reprieve_events_writes",
+            "Event writes the API server accepted: create (a new Event) or patch (a series' count).",
+            ["operation"],
+            registry=r,
+        )
+        self.events_queued = Gauge("reprieve_events_queued", "Kubernetes Events waiting to be written.", registry=r)
         # The server (extender.serving.server, docs/serving.md).
         self.connections = Gauge("reprieve_connections", "Client connections open, by listener (verbs, probes).", ["listener"], registry=r)
         self.dropped = Counter(
@@ -169,6 +188,12 @@ class Metrics:
                 self.decisions.labels("preempt", "refused", refusal.value)
         for source in ("scheduler", "reprieve"):
             self.pdb_violations.labels(source)
+        for reason in EVENT_REASONS:
+            self.events.labels(reason)
+        for cause in EVENT_DROPS:
+            self.events_dropped.labels(cause)
+        for operation in ("create", "patch"):
+            self.events_writes.labels(operation)
         for reason in DROP_REASONS:
             self.dropped.labels(reason)
         for result in ("ok", "failed"):

@@ -6,6 +6,8 @@ about the next preemptor within that gap: its cache already counts the nominatio
 made, reprieve's view does not. Without this record reprieve would hand the same victim to
 the next preemptor, or the same room. Every answer is recorded, with or without a policy;
 in shadow mode nothing is (the scheduler evicts its own victims, not reprieve's).
+
+``progress`` is also what extender.events.witness asks before it records Events.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from enum import Enum
 
 from policy.model import InFlight, Pod
 from policy.view import ClusterView
@@ -37,7 +40,7 @@ class Ledger:
         now = self._clock()
         with self._lock:
             for uid, (since, flight) in list(self._answers.items()):
-                if now - since > IN_FLIGHT_SECONDS or _settled(view, flight):
+                if now - since > IN_FLIGHT_SECONDS or progress(view, flight) is not Progress.PENDING:
                     del self._answers[uid]
             return tuple(flight for _, flight in self._answers.values())
 
@@ -59,18 +62,29 @@ class Ledger:
         return len(self._answers)
 
 
-def _settled(view: ClusterView, flight: InFlight) -> bool:
-    """The view shows the answer carried out, or shows the scheduler went another way."""
+class Progress(str, Enum):
+    """What a view shows of an answer in flight."""
+
+    PENDING = "pending"  # not yet visible
+    CARRIED_OUT = "carried out"  # the preemptor nominated (or bound) there, its victims leaving or gone
+    OTHERWISE = "otherwise"  # the scheduler went another way
+
+
+def progress(view: ClusterView, flight: InFlight) -> Progress:
+    """How far ``view`` shows ``flight`` carried out (the ledger forgets it once not PENDING)."""
     seen = view.pods.get(flight.preemptor.uid)
     if seen is None:
-        return False  # not in the view yet (a brand-new pod); expiry covers a deleted one
+        return Progress.PENDING  # not in the view yet (a brand-new pod); expiry covers a deleted one
+    leaving = all((v := view.pods.get(p.uid)) is None or v.terminating for p in flight.victims)
     if seen.node_name:
         # Bound: its room is counted as a bound pod's now. Bound elsewhere, the answer was not
         # taken; bound there with victims still live (the watch shows the scheduler's deletions
         # before its binding), they were not deleted for it.
-        return True
+        return Progress.CARRIED_OUT if seen.node_name == flight.node and leaving else Progress.OTHERWISE
     if seen.nominated_node_name == flight.node:
-        return all((v := view.pods.get(p.uid)) is None or v.terminating for p in flight.victims)
+        return Progress.CARRIED_OUT if leaving else Progress.PENDING
     # Nominated to a node it was not nominated to when reprieve answered: the scheduler chose
     # another node (an older nomination, still shown, is not news).
-    return seen.nominated_node_name not in (None, flight.preemptor.nominated_node_name)
+    if seen.nominated_node_name not in (None, flight.preemptor.nominated_node_name):
+        return Progress.OTHERWISE
+    return Progress.PENDING

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from typing import Any
 
 from extender.state import kube
 from policy import model, resources
@@ -106,10 +107,22 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
         start_time=status.startTime.timestamp() if status.startTime else None,
         created=meta.creationTimestamp.timestamp() if meta.creationTimestamp else None,
         terminating=meta.deletionTimestamp is not None,
+        preempted=any(_preempted(c) for c in status.conditions or ()),
         preemption_never=spec.preemptionPolicy == "Never",
         unmodelled=_unmodelled(spec),
         priority_class=name(spec.priorityClassName) or "",
         owner=name(next((o.uid for o in meta.ownerReferences or () if o.controller), None)) or None,
+    )
+
+
+def _preempted(condition: Any) -> bool:
+    """kube-scheduler's mark on a victim, set before it deletes the pod (upstream's preemption
+    executor: DisruptionTarget, True, reason PreemptionByScheduler)."""
+    return (
+        isinstance(condition, dict)
+        and condition.get("type") == "DisruptionTarget"
+        and condition.get("status") == "True"
+        and condition.get("reason") == "PreemptionByScheduler"
     )
 
 

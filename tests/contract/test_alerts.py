@@ -6,65 +6,16 @@ import re
 
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
-from extender.serving.app import create_app
-from extender.state.source import StaticCluster
-from extender.config import Mode, Settings
 from tests.conftest import ROOT
+from tests.contract.promql import selectors, unexposed
 
 ALERTS = ROOT / "manifests" / "alerts.yaml"
 DOCS = ROOT / "docs" / "observability.md"
-REQUESTS = ROOT / "examples" / "requests"
-
-# PromQL words that are not metric names.
-_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless", "bool", "offset"}
-_SUFFIXES = {"counter": ("_total", "_created"), "gauge": ("",), "histogram": ("_bucket", "_count", "_sum", "_created")}
-# One token at a time, left to right, so that the insides of strings, ranges and grouping
-# clauses are never read as metric names.
-_TOKEN = re.compile(
-    r'"(?:[^"\\]|\\.)*"'  # a string
-    r"|\[[^\]]*\]"  # a range or subquery
-    r"|\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)"  # a grouping clause
-    r"|\d+(?:ms|s|m|h|d|w|y)\b"  # a duration
-    r"|\d+(?:\.\d+)?(?:e[+-]?\d+)?"  # a number
-    r"|(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)\s*(?P<matchers>\{[^}]*\})?"
-    r"(?P<call>(?=\s*(?:\(|(?:by|without)\s*\()))?"  # a function, or an aggregation: sum by (x) (...)
-    r"|."
-)
-_MATCHER = re.compile(r'(?P<label>[a-zA-Z_]\w*)\s*(?P<op>=~|!~|!=|=)\s*"(?P<value>(?:[^"\\]|\\.)*)"')
-
-
-def selectors(expr: str) -> list[tuple[str, list[tuple[str, str, str]]]]:
-    """The metric names an expression reads, each with its label matchers."""
-    found = []
-    for m in _TOKEN.finditer(expr):
-        name = m.group("name")
-        if name and m.group("call") is None and name not in _KEYWORDS:
-            found.append((name, [(x["label"], x["op"], x["value"]) for x in _MATCHER.finditer(m.group("matchers") or "")]))
-    return found
-
 
 def test_selectors_reads_names_not_functions_labels_or_durations():
     expr = 'sum by (verb, le) (rate(a_total{code=~"5..", verb="x"}[5m])) / on (verb) group_left max(b) > 1e3 unless c offset 1d'
     assert selectors(expr) == [("a_total", [("code", "=~", "5.."), ("verb", "=", "x")]), ("b", []), ("c", [])]
-
-
-@pytest.fixture(scope="module")
-def exposed(example_view) -> dict[str, list[dict[str, str]]]:
-    """Every sample name an app's /metrics shows, with the label sets seen, after it served each
-    verb once in each mode (families without samples yet count by their type's sample names)."""
-    seen: dict[str, list[dict[str, str]]] = {}
-    for mode in Mode:
-        client = create_app(Settings(mode=mode), cluster=StaticCluster(example_view)).test_client()
-        for verb in ("filter", "prioritize", "preempt"):
-            client.post(f"/{verb}", data=(REQUESTS / f"{verb}.json").read_bytes())
-        for family in text_string_to_metric_families(client.get("/metrics").data.decode()):
-            for suffix in _SUFFIXES[family.type]:
-                seen.setdefault(family.name + suffix, [])
-            for s in family.samples:
-                seen.setdefault(s.name, []).append(s.labels)
-    return seen
 
 
 def rules():
@@ -88,16 +39,8 @@ def test_rule(group, rule, exposed):
     if "for" in rule:
         assert re.fullmatch(r"\d+[smh]", rule["for"])
     assert rule["expr"].count("(") == rule["expr"].count(")")
-    read = selectors(rule["expr"])
-    assert read, "an alert reads at least one metric"
-    for name, matchers in read:
-        assert name in exposed, f"{name} is not on reprieve's /metrics"
-        labels = exposed[name]
-        for label, op, value in matchers:
-            if labels:
-                assert any(label in s for s in labels), f"{name} has no label {label}"
-            if op == "=" and labels:
-                assert any(s.get(label) == value for s in labels), f'{name}{{{label}="{value}"}} never appears'
+    assert selectors(rule["expr"]), "an alert reads at least one metric"
+    assert unexposed(rule["expr"], exposed) == []
 
 
 def doc_queries() -> list[str]:

@@ -20,6 +20,7 @@ PATHS = {
     "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
     "ReplicaSet": "/apis/apps/v1/namespaces/{ns}/replicasets",
     "Event": "/api/v1/namespaces/{ns}/events",
+    "EventV1": "/apis/events.k8s.io/v1/namespaces/{ns}/events",
     "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
     "ConfigMap": "/api/v1/namespaces/{ns}/configmaps",
     "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",

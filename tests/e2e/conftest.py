@@ -49,14 +49,15 @@ def scenario(plane):
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """On failure, attach what reprieve decided (its decision log lines) to the report. A burst's
-    measurements (tests/e2e/burst.py, recorded as the ``burst`` property) are attached always:
-    `pytest -rA` shows them for passing tests too."""
+    measurements (tests/e2e/burst.py, recorded as the ``burst`` property) and the Events a test
+    read (``describe``, tests/e2e/test_events.py) are attached always: `pytest -rA` shows them
+    for passing tests too."""
     outcome = yield
     report = outcome.get_result()
     if report.when == "call":
         for name, value in item.user_properties:
-            if name == "burst":
-                report.sections.append(("burst", value))
+            if name in ("burst", "describe"):
+                report.sections.append((name, value))
     plane = item.funcargs.get("plane") or getattr(item.funcargs.get("scenario"), "plane", None)
     if report.failed and plane is not None:
         for name in ("reprieve", "reprieve-shadow"):  # the second one: test_shadow.py

@@ -1,5 +1,6 @@
 """Shadow mode through the real kube-scheduler: it behaves exactly as stock, and reprieve counts
-and logs what it would have done instead.
+and logs what it would have done instead (and, with --events shadow, says so in an Event on the
+preemptor).
 
 Extenders are configured per scheduler process, not per profile, so this module runs one more
 kube-scheduler (``shadow-scheduler``) whose extender is a second reprieve in ``--mode shadow``.
@@ -16,6 +17,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.burst import SHAPES, burst, expect_one_victim_each
+from tests.e2e.client import wait_for
+from tests.e2e.events import reprieve_events
 from tests.ports import free_port
 from tests.e2e.scenario import Scenario
 
@@ -58,7 +61,7 @@ class Shadow:
 def shadow(plane):
     port = free_port()
     try:
-        plane.start_reprieve("reprieve-shadow", port, ("--mode", "shadow"))
+        plane.start_reprieve("reprieve-shadow", port, ("--mode", "shadow", "--events", "shadow"))
         plane.start_scheduler(SHADOW, plane.scheduler_config(SHADOW, port), free_port())
         yield Shadow(plane, port)
     finally:
@@ -89,6 +92,17 @@ def test_shadow_preemption_is_stock_and_the_disagreement_is_counted(scenario: Sc
     assert line["nodes"][n1]["proposed"] == [f"{scenario.ns}/guaranteed"]
     assert line["nodes"][n1]["victims"] == [f"{scenario.ns}/burstable"], "reprieve would have evicted the Burstable pod"
     shadow.check_every_call_answered()
+
+    # --events shadow: one "would have" Event, on the preemptor only (none on the pods).
+    ns = scenario.ns
+    [event] = wait_for("the shadow Event", lambda: reprieve_events(scenario.kube, ns), timeout=15)
+    assert event["reason"] == "ShadowPreemption" and event["regarding"]["name"] == "preemptor"
+    assert event["note"] == (
+        f"reprieve would have preempted on {n1}: 0 PDB violations; evicts the Burstable {ns}/burstable, "
+        f"not the Guaranteed {ns}/guaranteed the scheduler evicts."
+    )
+    time.sleep(1)
+    assert len(reprieve_events(scenario.kube, ns)) == 1
 
 
 def test_shadow_filter_hands_held_room_away_as_stock_and_counts_it(scenario: Scenario, shadow: Shadow):

@@ -148,3 +148,20 @@ def test_unreadable_and_unparsable_files(tmp_path):
 def test_duplicate_uids_are_rejected():
     with pytest.raises(SnapshotError, match="duplicate Pod UID: u-a"):
         snapshot.from_documents([raw_pod("a"), raw_pod("a")])
+
+
+@pytest.mark.parametrize(
+    "conditions, preempted",
+    [
+        pytest.param([{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}], True, id="preempted"),
+        pytest.param([{"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}], False, id="evicted"),
+        pytest.param([{"type": "DisruptionTarget", "status": "False", "reason": "PreemptionByScheduler"}], False, id="false"),
+        pytest.param([{"type": "Ready", "status": "True"}, "not a condition"], False, id="other"),
+        pytest.param(None, False, id="none"),
+    ],
+)
+def test_kube_schedulers_preemption_mark_is_read(conditions, preempted):
+    from extender.state import kube, translate
+
+    raw = {"metadata": {"name": "p", "namespace": "ns", "uid": "u"}, "status": {"conditions": conditions}}
+    assert translate.pod_record(kube.Pod.model_validate(raw), {}).preempted is preempted

@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from extender.config import Mode
 from extender.serving.logs import event
@@ -20,6 +21,9 @@ from extender.state.standings import Standings
 from policy.causes import Refusal
 from policy.model import Pod
 from policy.view import ClusterView
+
+if TYPE_CHECKING:
+    from extender.events.witness import Witness
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,7 @@ class Context:
     ledger: Ledger = field(default_factory=Ledger)  # preempt answers the view may not show yet
     mode: Mode = Mode.ENFORCE
     started: float = field(default_factory=time.perf_counter)
+    events: Witness | None = None  # preempt answers to record Events about (extender.events)
 
     @property
     def shadow(self) -> bool:

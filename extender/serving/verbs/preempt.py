@@ -39,6 +39,8 @@ def handle(body: bytes, ctx: Context) -> bytes:
         else:
             ctx.ledger.forget(preemptor)
 
+    if ctx.events is not None:
+        ctx.events.answered(ctx.view, preemptor, proposals, decision)
     _count(ctx, proposals, decision)
     ctx.decided(
         "preempt",

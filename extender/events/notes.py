@@ -1,0 +1,191 @@
+"""The words of reprieve's Events, in the terms `reprieve explain` uses.
+
+An ``Answer`` is what a preempt answer was, captured when it was given (the witness writes the
+Events later, from another thread): small records only, never a whole view. The notes say
+which node and why (against stock preemption, i.e. the scheduler's own proposal, and the other
+candidates), and for each victim why it rather than the lower-priority pods that stay.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from policy import stock
+from policy.model import Pod
+from policy.preempt import PreemptDecision, Proposal, Verdict
+from policy.victims import most_important_first
+from policy.view import ClusterView
+
+# Event reasons (CamelCase, as the API wants them) and the action they report.
+PREEMPTING = "Preempting"  # on the preemptor: reprieve's answer is being carried out
+CHOSEN = "ChosenForPreemption"  # on each victim
+SHADOW = "ShadowPreemption"  # on the preemptor, in shadow mode: what reprieve would have done
+ACTION = "Preempt"
+
+_LIST = 3  # names per list before "and N more"
+
+
+@dataclass(frozen=True)
+class Answer:
+    preemptor: Pod
+    node: str | None  # the node reprieve offered; None: none
+    victims: tuple[Pod, ...]  # reprieve's, most important first
+    violations: int
+    reasons: tuple[str, ...]  # the chosen node's (policy.victims), or why nothing was offered
+    others: tuple[str, ...]  # "not node-b: PDB violations 1 there vs 0 on node-a", for the other candidates
+    proposed: Mapping[str, tuple[Pod | str, ...]]  # the scheduler's victims by node (a UID reprieve does not know)
+    stock_node: str | None  # where stock preemption goes among the scheduler's proposals
+    stayed: tuple[Pod, ...]  # lower-priority pods on reprieve's node that stay, most important first
+    budgets: Mapping[str, tuple[str, ...]]  # UID -> PodDisruptionBudgets covering it (victims and stayed)
+
+
+def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal], decision: PreemptDecision) -> Answer:
+    """The Answer for ``decision``, read from the view it was decided on."""
+    chosen = next(
+        (o for o in decision.outcomes if o.node in decision.answer and o.verdict is Verdict.CHOSEN), None
+    )
+    proposed = {n: tuple(view.pods.get(uid) or uid for uid in p.uids) for n, p in proposals.items()}
+    costs = {
+        n: stock.cost(pods, proposals[n].num_pdb_violations)
+        for n, pods in proposed.items()
+        if pods and all(isinstance(p, Pod) for p in pods)
+    }
+    others = []
+    for o in decision.outcomes:
+        if chosen is not None and o.node == chosen.node or not o.reasons:
+            continue
+        why = o.reasons[-1] if o.verdict is Verdict.OUTRANKED else o.reasons[0]
+        why = why.removeprefix("not chosen: ").removeprefix("not offered: ").replace(" here vs ", " there vs ")
+        others.append(f"not {o.node}: {why}")
+    stayed: tuple[Pod, ...] = ()
+    victims: tuple[Pod, ...] = ()
+    if chosen is not None:
+        victims = chosen.victims
+        gone = {p.uid for p in victims}
+        node = view.nodes.get(chosen.node)
+        stayed = most_important_first(
+            p for p in (node.pods if node else ())
+            if p.priority < preemptor.priority and not p.terminating and p.uid not in gone
+        )
+    budgets = {p.uid: tuple(sorted(b.key for b in view.budgets_covering(p))) for p in (*victims, *stayed)}
+    return Answer(
+        preemptor=preemptor,
+        node=chosen.node if chosen else None,
+        victims=victims,
+        violations=chosen.violations.count if chosen else 0,
+        reasons=chosen.reasons if chosen else decision.reasons,
+        others=tuple(others),
+        proposed=proposed,
+        stock_node=stock.pick(costs).chosen,
+        stayed=stayed,
+        budgets={uid: keys for uid, keys in budgets.items() if keys},
+    )
+
+
+def preemptor_note(a: Answer) -> str:
+    """``On node-a: 0 PDB violations; evicts the Burstable batch/report-1, not the Guaranteed
+    batch/report-2 stock would have taken. Not node-b: PDB violations 1 there vs 0 on node-a.``"""
+    text = f"On {a.node}: {_count(a.violations, 'PDB violation')}; evicts {_pods(a.victims)}"
+    text += _against_stock(a)
+    return _readable(text + "." + _others(a))
+
+
+def victim_note(a: Answer, victim: Pod) -> str:
+    """Why ``victim``, and not the lower-priority pods that stay on the node."""
+    text = f"For {a.preemptor.key} (priority {a.preemptor.priority}) on {a.node}"
+    if a.stayed:
+        groups: dict[str, list[str]] = {}
+        for pod in a.stayed:
+            groups.setdefault(_why_stays(pod, victim, a.budgets), []).append(pod.key)
+        parts = [f"{_names(keys)} ({why})" for why, keys in groups.items()]
+        text += ", chosen over the pods that stay: " + "; ".join(parts)
+    else:
+        text += ": no lower-priority pod on the node stays"
+    return _readable(f"{text}. {'; '.join(a.reasons)}.")
+
+
+def shadow_note(a: Answer, taken: str) -> str:
+    """What reprieve would have done, next to the preemption the scheduler carries out on ``taken``."""
+    theirs = a.proposed.get(taken, ())
+    if a.node is None:
+        why = "; ".join(a.reasons) or "no candidate node"
+        return _readable(f"reprieve would not have preempted ({why}); the scheduler evicts {_pods(theirs)} on {taken}.")
+    if a.node == taken and {p.uid for p in a.victims} == {_uid(p) for p in theirs}:
+        return _readable(
+            f"reprieve would have done the same: on {taken}, {_count(a.violations, 'PDB violation')}, evicting {_pods(a.victims)}."
+        )
+    text = f"reprieve would have preempted on {a.node}: {_count(a.violations, 'PDB violation')}; evicts {_pods(a.victims)}"
+    text += f", not {_pods(theirs)} the scheduler evicts" + ("" if a.node == taken else f" on {taken}")
+    return _readable(text + "." + _others(a))
+
+
+def _against_stock(a: Answer) -> str:
+    node = a.stock_node if a.stock_node in a.proposed else a.node
+    theirs = a.proposed.get(node, ())
+    if not theirs:
+        return ""
+    if node == a.node and {p.uid for p in a.victims} == {_uid(p) for p in theirs}:
+        return ", as stock preemption would"
+    return f", not {_pods(theirs)} stock would have taken" + ("" if node == a.node else f" on {node}")
+
+
+def _why_stays(pod: Pod, victim: Pod, budgets: Mapping[str, tuple[str, ...]]) -> str:
+    """The first of reprieve's criteria by which ``pod`` is kept before ``victim``."""
+    if budgets.get(pod.uid) and not budgets.get(victim.uid):
+        return f"behind PodDisruptionBudget {', '.join(budgets[pod.uid])}"
+    if pod.priority != victim.priority:
+        higher = "higher" if pod.priority > victim.priority else "lower"
+        return f"{higher} priority {pod.priority}" + ("" if higher == "higher" else ", but too small to make room")
+    if pod.qos != victim.qos:
+        if pod.qos > victim.qos:
+            return f"{pod.qos.wire} before {victim.qos.wire} at priority {pod.priority}"
+        return f"{pod.qos.wire}, but too small to make room"
+    if (pod.start_time or 0) < (victim.start_time or float("inf")):
+        return f"started earlier, same priority and QoS class {pod.qos.wire}"
+    return "too small to make room"
+
+
+def _pods(pods: Sequence[Pod | str]) -> str:
+    """``the Burstable batch/report-1``; several: ``the Burstable a, the BestEffort b and 2 more``."""
+    if not pods:
+        return "nothing"
+    shown = [f"the {p.qos.wire} {p.key}" if isinstance(p, Pod) else f"pod UID {p}" for p in pods[:_LIST]]
+    more = len(pods) - _LIST
+    if more > 0:
+        return ", ".join(shown) + f" and {more} more"
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" and {shown[-1]}"
+
+
+def _names(keys: Sequence[str]) -> str:
+    more = len(keys) - _LIST
+    return ", ".join(keys[:_LIST]) + (f" and {more} more" if more > 0 else "")
+
+
+def _others(a: Answer) -> str:
+    if not a.others:
+        return ""
+    more = len(a.others) - _LIST
+    text = "; ".join(a.others[:_LIST]) + (f"; and {more} more node(s)" if more > 0 else "")
+    return f" {text[0].upper()}{text[1:]}."
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"
+
+
+def _uid(pod: Pod | str) -> str:
+    return pod.uid if isinstance(pod, Pod) else pod
+
+
+_EPOCH = re.compile(r"(-?\d+)s since the epoch")
+
+
+def _readable(text: str) -> str:
+    """Policy reasons give times as seconds since the epoch (policy reads no calendar)."""
+    return _EPOCH.sub(
+        lambda m: datetime.datetime.fromtimestamp(float(m.group(1)), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), text
+    )
+

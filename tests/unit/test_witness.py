@@ -1,0 +1,224 @@
+"""Events once the view shows a preemption carried out (extender.events.witness, notes)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from extender.config import Events, Mode, Settings
+from extender.events.witness import Witness
+from extender.serving.app import create_app
+from extender.state.ledger import IN_FLIGHT_SECONDS
+from extender.serving import wire
+from extender.state import translate
+from extender.state.source import StaticCluster
+from policy.preempt import Proposal, decide
+from policy.qos import QoS
+from tests.builders import node, pdb, pod, view
+from tests.conftest import ROOT
+
+
+class Recorded:
+    """Stands in for the Recorder: keeps what the witness records."""
+
+    def __init__(self) -> None:
+        self.events = []
+
+    def record(self, event) -> bool:
+        self.events.append(event)
+        return True
+
+
+class Clock:
+    now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def scene():
+    # test_preemption's QoS tie-break: a 4-cpu node with two equal-priority 2-cpu pods, the
+    # Guaranteed one younger, and a web pod behind a budget; the preemptor needs 2 cpu. Stock
+    # (the scheduler's proposal) evicts the Guaranteed pod, reprieve the Burstable one.
+    burstable = pod("burstable", ns="batch", node="n1", cpu=2, priority=1, start=100)
+    guaranteed = pod("guaranteed", ns="batch", node="n1", cpu=2, priority=1, start=200, qos=QoS.GUARANTEED)
+    preemptor = pod("checkout", ns="shop", cpu=2, priority=10)
+    v = view([node("n1", cpu=4), node("n2", cpu=4)], [burstable, guaranteed, preemptor])
+    return v, preemptor, burstable, guaranteed
+
+
+def witness(mode=Mode.ENFORCE, events=Events.ON):
+    recorded, clock = Recorded(), Clock()
+    return Witness(recorded, StaticCluster(None), mode=mode, events=events, clock=clock), recorded, clock
+
+
+def answer(w, v, preemptor, proposed):
+    proposals = {"n1": Proposal(tuple(p.uid for p in proposed), 0)}
+    decision = decide(view=v, preemptor=preemptor, proposals=proposals)
+    w.answered(v, preemptor, proposals, decision)
+    return decision
+
+
+def then(v, *changed):
+    """``v`` with these pods changed (the next view)."""
+    pods = {p.uid: p for p in v.pods.values()}
+    pods.update({p.uid: p for p in changed})
+    return view(list(n.node for n in v.nodes.values()), list(pods.values()))
+
+
+def carried_out(v, preemptor, *victims):
+    """The view once kube-scheduler nominated the preemptor and marked and deleted its victims."""
+    return then(
+        v,
+        dataclasses.replace(preemptor, nominated_node_name="n1"),
+        *(dataclasses.replace(p, terminating=True, preempted=True) for p in victims),
+    )
+
+
+def test_events_on_the_preemptor_and_the_victim_once_the_view_shows_the_preemption():
+    v, preemptor, burstable, guaranteed = scene()
+    w, recorded, _ = witness()
+    answer(w, v, preemptor, [guaranteed])
+    w.check(v)
+    assert recorded.events == [] and len(w) == 1  # nothing visible yet
+    w.check(then(v, dataclasses.replace(preemptor, nominated_node_name="n1")))
+    assert recorded.events == [] and len(w) == 1  # nominated, but the victim is not leaving yet
+
+    w.check(carried_out(v, preemptor, burstable))
+    on_preemptor, on_victim = recorded.events
+    assert (on_preemptor.reason, on_preemptor.regarding.name, on_preemptor.related.name) == ("Preempting", "checkout", "n1")
+    assert on_preemptor.note == (
+        "On n1: 0 PDB violations; evicts the Burstable batch/burstable, not the Guaranteed batch/guaranteed stock would have taken."
+    )
+    assert (on_victim.reason, on_victim.regarding.uid, on_victim.related.uid) == (
+        "ChosenForPreemption", burstable.uid, preemptor.uid
+    )
+    assert on_victim.note == (
+        "For shop/checkout (priority 10) on n1, chosen over the pods that stay: batch/guaranteed "
+        "(Guaranteed before Burstable at priority 1). 2 lower-priority pod(s), 1 reprieved; "
+        "evicting 1 frees cpu=2 pods=1; violates no PodDisruptionBudget."
+    )
+    assert len(w) == 0
+    w.check(carried_out(v, preemptor, burstable))
+    assert len(recorded.events) == 2, "recorded once"
+
+
+def test_a_victim_gone_from_the_view_counts_as_carried_out():
+    v, preemptor, burstable, guaranteed = scene()
+    w, recorded, _ = witness()
+    answer(w, v, preemptor, [guaranteed])
+    gone = view(list(n.node for n in v.nodes.values()), [guaranteed, dataclasses.replace(preemptor, node_name="n1")])
+    w.check(gone)
+    assert [e.reason for e in recorded.events] == ["Preempting", "ChosenForPreemption"]
+
+
+def test_a_victim_deleted_by_someone_else_gets_no_event():
+    # Terminating without kube-scheduler's DisruptionTarget condition: not this preemption.
+    v, preemptor, burstable, guaranteed = scene()
+    w, recorded, _ = witness()
+    answer(w, v, preemptor, [guaranteed])
+    w.check(then(v, dataclasses.replace(preemptor, nominated_node_name="n1"), dataclasses.replace(burstable, terminating=True)))
+    assert recorded.events == [] and len(w) == 0
+
+
+def test_the_scheduler_going_elsewhere_or_never_acting_records_nothing():
+    v, preemptor, burstable, guaranteed = scene()
+    w, recorded, clock = witness()
+    answer(w, v, preemptor, [guaranteed])
+    w.check(then(v, dataclasses.replace(preemptor, nominated_node_name="n2")))
+    assert recorded.events == [] and len(w) == 0
+    answer(w, v, preemptor, [guaranteed])
+    clock.now = IN_FLIGHT_SECONDS + 1
+    w.check(v)
+    assert recorded.events == [] and len(w) == 0
+
+
+def test_an_empty_answer_forgets_the_earlier_one():
+    v, preemptor, burstable, guaranteed = scene()
+    w, recorded, _ = witness()
+    answer(w, v, preemptor, [guaranteed])
+    w.answered(v, preemptor, {}, decide(view=v, preemptor=preemptor, proposals={}))
+    w.check(carried_out(v, preemptor, burstable))
+    assert recorded.events == [] and len(w) == 0
+
+
+def test_the_victim_note_names_budgets_priorities_and_pods_too_small():
+    # n1 (4 cpu) is full: db (1 cpu, behind a budget that allows nothing), high (1 cpu, priority
+    # 5), low (2 cpu, priority 3) and a BestEffort pod. The preemptor needs 2 cpu: low goes,
+    # and the note says why each of the others stays.
+    protected = pod("db", ns="batch", node="n1", cpu=1, priority=3, labels={"app": "db"})
+    high = pod("high", ns="batch", node="n1", cpu=1, priority=5)
+    low = pod("low", ns="batch", node="n1", cpu=2, priority=3)
+    empty = pod("empty", ns="batch", node="n1", priority=3)
+    preemptor = pod("checkout", ns="shop", cpu=2, priority=10)
+    v = view([node("n1", cpu=4)], [protected, high, low, empty, preemptor], [pdb("db", ns="batch", allowed=0, match={"app": "db"})])
+    w, recorded, _ = witness()
+    decision = answer(w, v, preemptor, [low])
+    assert [p.name for p in decision.outcomes[0].victims] == ["low"]
+    w.check(carried_out(v, preemptor, low))
+    note = recorded.events[1].note
+    assert "chosen over the pods that stay: batch/high (higher priority 5); batch/db (behind PodDisruptionBudget batch/db); batch/empty (BestEffort, but too small to make room)" in note, note
+
+
+def test_shadow_mode_records_one_would_have_event_only_with_events_shadow():
+    v, preemptor, burstable, guaranteed = scene()
+    w, recorded, _ = witness(Mode.SHADOW, Events.ON)
+    assert not w.enabled
+    answer(w, v, preemptor, [guaranteed])
+    assert len(w) == 0
+
+    w, recorded, _ = witness(Mode.SHADOW, Events.SHADOW)
+    answer(w, v, preemptor, [guaranteed])
+    w.check(carried_out(v, preemptor, burstable))
+    assert recorded.events == [], "the scheduler's own victim is not the one that left"
+    answer(w, v, preemptor, [guaranteed])
+    w.check(carried_out(v, preemptor, guaranteed))  # stock's preemption, carried out
+    [event] = recorded.events
+    assert (event.reason, event.regarding.name) == ("ShadowPreemption", "checkout")
+    assert event.note == (
+        "reprieve would have preempted on n1: 0 PDB violations; evicts the Burstable batch/burstable, "
+        "not the Guaranteed batch/guaranteed the scheduler evicts."
+    )
+
+
+def test_shadow_says_when_reprieve_would_have_done_the_same():
+    v, preemptor, burstable, guaranteed = scene()
+    w, recorded, _ = witness(Mode.SHADOW, Events.SHADOW)
+    answer(w, v, preemptor, [burstable])
+    w.check(carried_out(v, preemptor, burstable))
+    assert recorded.events[0].note == "reprieve would have done the same: on n1, 0 PDB violations, evicting the Burstable batch/burstable."
+
+
+def test_events_false_records_nothing():
+    v, preemptor, burstable, guaranteed = scene()
+    for mode in Mode:
+        w, recorded, _ = witness(mode, Events.OFF)
+        assert not w.enabled
+        answer(w, v, preemptor, [guaranteed])
+        assert len(w) == 0
+
+
+def test_the_preempt_verb_hands_its_answer_to_the_witness(example_view):
+    # The README's preempt example: reprieve answers node-a, evicting batch/report-1.
+    body = (ROOT / "examples" / "requests" / "preempt.json").read_bytes()
+    w, recorded, _ = witness()
+    client = create_app(Settings(), cluster=StaticCluster(example_view), events=w).test_client()
+    assert client.post("/preempt", data=body).status_code == 200
+    assert len(w) == 1
+    preemptor = translate.pod_record(wire.parse(wire.ExtenderPreemptionArgs, body).pod, example_view.priority_classes)
+    [report_1] = [p for p in example_view.pods.values() if p.key == "batch/report-1"]
+    pods = [p for p in example_view.pods.values() if p.uid != report_1.uid]
+    budgets = {b.key: b for bs in example_view.budgets.values() for b in bs}.values()
+    w.check(
+        view(
+            [n.node for n in example_view.nodes.values()],
+            [*pods, dataclasses.replace(preemptor, nominated_node_name="node-a"), dataclasses.replace(report_1, terminating=True, preempted=True)],
+            budgets,
+        )
+    )
+    assert [(e.reason, e.regarding.name) for e in recorded.events] == [
+        ("Preempting", "checkout-0"), ("ChosenForPreemption", "report-1")
+    ]
+    assert recorded.events[0].note == (
+        "On node-a: 0 PDB violations; evicts the Burstable batch/report-1, not the Guaranteed batch/report-2 "
+        "stock would have taken. Not node-b: PDB violations 1 there vs 0 on node-a."
+    )
