@@ -220,5 +220,5 @@ def test_the_preempt_verb_hands_its_answer_to_the_witness(example_view):
     ]
     assert recorded.events[0].note == (
         "On node-a: 0 PDB violations; evicts the Burstable batch/report-1, not the Guaranteed batch/report-2 "
-        "stock would have taken. Not node-b: PDB violations 1 there vs 0 on node-a."
+        "stock would have taken. Not node-b: not solved: cannot beat node-a: PDB violations at least 1 there vs 0."
     )
