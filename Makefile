@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-cache bench-burst clean
+.PHONY: run test unit e2e manifests cluster cluster-down bench bench-cache bench-burst clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -28,6 +28,10 @@ unit: $(STAMP)
 ## End-to-end tests against a real kube-apiserver and kube-scheduler built from upstream.
 e2e: $(STAMP)
 	$(PY) -m pytest -q tests/e2e
+
+## Rewrite manifests/ from the Helm chart charts/reprieve (helm is built like the e2e toolchain).
+manifests: $(STAMP)
+	$(PY) -m tests.e2e.chart manifests
 
 ## A local control plane with reprieve in the scheduler's path (see README); cluster-down stops it.
 cluster: $(STAMP)

@@ -48,14 +48,14 @@ def scenario(plane):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """On failure, attach what reprieve decided (its decision log lines) to the report. A burst's
-    measurements (tests/e2e/burst.py, recorded as the ``burst`` property) are attached always:
-    `pytest -rA` shows them for passing tests too."""
+    """On failure, attach what reprieve decided (its decision log lines) to the report.
+    Measurements (a burst's, tests/e2e/burst.py, recorded as the ``burst`` property; a failover's,
+    test_ha.py, as ``takeover``) are attached always: `pytest -rA` shows them for passing tests too."""
     outcome = yield
     report = outcome.get_result()
     if report.when == "call":
         for name, value in item.user_properties:
-            if name == "burst":
+            if name in ("burst", "takeover"):
                 report.sections.append(("burst", value))
     plane = item.funcargs.get("plane") or getattr(item.funcargs.get("scenario"), "plane", None)
     if report.failed and plane is not None:

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Build the upstream binaries the e2e tests run (kube-apiserver, kube-scheduler,
-# kube-controller-manager, etcd) from the Go module proxy, once per
-# pinned version set, into
+# kube-controller-manager, etcd) and helm (the chart tests) from the Go module
+# proxy, once per pinned version set, into
 #   ${REPRIEVE_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/reprieve-e2e}/<k8s version>/bin/
 #
 # stdout: the bin directory, and nothing else (progress and timings: stderr).
 # Exit status non-zero on failure, with a one-line reason as the last stderr line.
 #
 # Versions are not written here: they are read from the go.mod files beside
-# this script (go.mod, etcd/go.mod), which pin.sh writes.
+# this script (go.mod, etcd/go.mod, helm/go.mod), which pin.sh writes. helm has
+# its own stamp, so pinning another helm does not rebuild the Kubernetes binaries.
 #
 # Env:
 #   REPRIEVE_E2E_CACHE  cache root (see above)
@@ -40,6 +41,10 @@ ETCD_VERSION="$(modver "$here/etcd/go.mod" go.etcd.io/etcd/server/v3)"
 K8S_MINOR="${BASH_REMATCH[1]}"
 STAGING="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
 [[ -n "$ETCD_VERSION" ]] || die "cannot read the pinned etcd version from $here/etcd/go.mod; rerun pin.sh"
+HELM_MODULE=helm.sh/helm/v4
+HELM_VERSION="$(modver "$here/helm/go.mod" "$HELM_MODULE")"
+[[ "$HELM_VERSION" =~ ^v4\.[0-9]+\.[0-9]+$ ]] ||
+  die "cannot read the pinned $HELM_MODULE version from $here/helm/go.mod (got '$HELM_VERSION'); rerun pin.sh"
 bad="$(awk '$0 ~ /=> k8s\.io\// && $NF != v { print $1 " " $NF }' v="$STAGING" "$here/go.mod" | head -n1)"
 [[ -z "$bad" ]] ||
   die "$here/go.mod replaces $bad but k8s.io/kubernetes is $K8S_VERSION (want $STAGING); rerun pin.sh"
@@ -50,6 +55,7 @@ cache_root="${REPRIEVE_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/reprieve-e2e}"
 dir="$cache_root/$K8S_VERSION"
 bin="$dir/bin"
 stamp="$dir/build.stamp"
+helm_stamp="$dir/helm.stamp"
 logs="$dir/logs"
 
 # What the stamp must say for bin/ to be reused: versions + recipe + go.mod/go.sum contents.
@@ -58,20 +64,26 @@ fingerprint="$(
   cd "$here" && sha256sum go.mod go.sum etcd/go.mod etcd/go.sum
 )"
 
+helm_fingerprint="$(
+  printf 'recipe %s\n%s %s\n' "$RECIPE" "$HELM_MODULE" "$HELM_VERSION"
+  cd "$here" && sha256sum helm/go.mod helm/go.sum
+)"
+
 cached() {
   [[ -f "$stamp" && "$(cat "$stamp")" == "$fingerprint" ]] || return 1
   local c
   for c in "${COMPONENTS[@]}"; do [[ -x "$bin/$c" ]] || return 1; done
 }
+helm_cached() { [[ -f "$helm_stamp" && "$(cat "$helm_stamp")" == "$helm_fingerprint" && -x "$bin/helm" ]]; }
 
-if cached; then echo "$bin"; exit 0; fi
+if cached && helm_cached; then echo "$bin"; exit 0; fi
 
 mkdir -p "$dir" || die "cannot create the cache directory $dir"
 # One build at a time per version (parallel test workers may all call this).
 if command -v flock >/dev/null 2>&1; then
   exec 9>"$dir/.lock"
   flock 9 || die "cannot lock $dir/.lock"
-  if cached; then echo "$bin"; exit 0; fi
+  if cached && helm_cached; then echo "$bin"; exit 0; fi
 fi
 
 GO="${GO:-$(command -v go || true)}"
@@ -79,10 +91,7 @@ GO="${GO:-$(command -v go || true)}"
 [[ -n "$GO" ]] || die "go not found on PATH (Go >= 1.26 is needed to build the e2e binaries)"
 
 export GOWORK=off CGO_ENABLED=0
-rm -f "$stamp"
-rm -rf "$logs" "$dir/bin.partial"
-mkdir -p "$logs" "$dir/bin.partial"
-out="$dir/bin.partial"
+mkdir -p "$logs"
 
 now() { date +%s.%N; }
 dt() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
@@ -97,52 +106,81 @@ fail() { # what log
   die "$1 failed: $(reason "$2"); see log $2"
 }
 
-say "building kube-apiserver/kube-controller-manager/kube-scheduler $K8S_VERSION, etcd $ETCD_VERSION into $bin (logs: $logs)"
-t_all="$(now)"
+build_kubernetes() {
+  rm -f "$stamp" "$helm_stamp" # bin/ is replaced below, helm with it
+  rm -rf "$dir/bin.partial"
+  mkdir -p "$dir/bin.partial"
+  local out="$dir/bin.partial" t t_all log c pkg ts k8s_ldflags build_flags d what m
+  say "building kube-apiserver/kube-controller-manager/kube-scheduler $K8S_VERSION, etcd $ETCD_VERSION into $bin (logs: $logs)"
+  t_all="$(now)"
 
-# --- download ---------------------------------------------------------------
-t="$(now)"
-for m in ".:kubernetes $K8S_VERSION" "etcd:etcd $ETCD_VERSION"; do
-  d="${m%%:*}" what="${m#*:}" log="$logs/download-${d/./kubernetes}.log"
-  (cd "$here/$d" && "$GO" mod download -x) >"$log" 2>&1 ||
-    fail "downloading the Go modules for $what from the Go module proxy" "$log"
-done
-say "download: $(dt "$t")"
+  # --- download ---------------------------------------------------------------
+  t="$(now)"
+  for m in ".:kubernetes $K8S_VERSION" "etcd:etcd $ETCD_VERSION"; do
+    d="${m%%:*}" what="${m#*:}" log="$logs/download-${d/./kubernetes}.log"
+    (cd "$here/$d" && "$GO" mod download -x) >"$log" 2>&1 ||
+      fail "downloading the Go modules for $what from the Go module proxy" "$log"
+  done
+  say "download: $(dt "$t")"
 
-# --- compile ----------------------------------------------------------------
-build_flags=(-mod=readonly -trimpath -buildvcs=false)
-ts="$(cd "$here" && "$GO" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes 2>/dev/null || true)"
-k8s_ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  k8s_ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$K8S_MINOR"
-  [[ -n "$ts" ]] && k8s_ldflags+=" -X $pkg.buildDate=$ts"
-done
+  # --- compile ----------------------------------------------------------------
+  build_flags=(-mod=readonly -trimpath -buildvcs=false)
+  ts="$(cd "$here" && "$GO" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes 2>/dev/null || true)"
+  k8s_ldflags="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    k8s_ldflags+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$K8S_MINOR"
+    [[ -n "$ts" ]] && k8s_ldflags+=" -X $pkg.buildDate=$ts"
+  done
 
-for c in kube-apiserver kube-controller-manager kube-scheduler; do
-  t="$(now)" log="$logs/$c.log"
-  (cd "$here" && "$GO" build "${build_flags[@]}" -tags "$K8S_TAGS" -ldflags "$k8s_ldflags" \
-    -o "$out/$c" "k8s.io/kubernetes/cmd/$c") >"$log" 2>&1 ||
-    fail "building $c $K8S_VERSION from the Go module proxy" "$log"
-  say "compile $c: $(dt "$t")"
-done
+  for c in kube-apiserver kube-controller-manager kube-scheduler; do
+    t="$(now)" log="$logs/$c.log"
+    (cd "$here" && "$GO" build "${build_flags[@]}" -tags "$K8S_TAGS" -ldflags "$k8s_ldflags" \
+      -o "$out/$c" "k8s.io/kubernetes/cmd/$c") >"$log" 2>&1 ||
+      fail "building $c $K8S_VERSION from the Go module proxy" "$log"
+    say "compile $c: $(dt "$t")"
+  done
 
-t="$(now)" log="$logs/etcd.log"
-(cd "$here/etcd" && "$GO" build "${build_flags[@]}" \
-  -ldflags "-s -w" \
-  -o "$out/etcd" go.etcd.io/etcd/server/v3) >"$log" 2>&1 ||
-  fail "building etcd $ETCD_VERSION from the Go module proxy" "$log"
-say "compile etcd: $(dt "$t")"
+  t="$(now)" log="$logs/etcd.log"
+  (cd "$here/etcd" && "$GO" build "${build_flags[@]}" \
+    -ldflags "-s -w" \
+    -o "$out/etcd" go.etcd.io/etcd/server/v3) >"$log" 2>&1 ||
+    fail "building etcd $ETCD_VERSION from the Go module proxy" "$log"
+  say "compile etcd: $(dt "$t")"
 
-# --- sanity check, publish, stamp last ---------------------------------------
-for c in "${COMPONENTS[@]}"; do
-  log="$logs/$c.version.log"
-  "$out/$c" --version >"$log" 2>&1 || fail "running the freshly built $c --version" "$log"
-done
-grep -q "Kubernetes $K8S_VERSION" "$logs/kube-apiserver.version.log" ||
-  die "kube-apiserver --version does not report $K8S_VERSION: $(head -c 200 "$logs/kube-apiserver.version.log")"
+  # --- sanity check, publish, stamp last ---------------------------------------
+  for c in "${COMPONENTS[@]}"; do
+    log="$logs/$c.version.log"
+    "$out/$c" --version >"$log" 2>&1 || fail "running the freshly built $c --version" "$log"
+  done
+  grep -q "Kubernetes $K8S_VERSION" "$logs/kube-apiserver.version.log" ||
+    die "kube-apiserver --version does not report $K8S_VERSION: $(head -c 200 "$logs/kube-apiserver.version.log")"
 
-rm -rf "$bin"
-mv "$out" "$bin"
-printf '%s\n' "$fingerprint" >"$stamp.tmp" && mv "$stamp.tmp" "$stamp"
-say "done in $(dt "$t_all"): $(cd "$bin" && du -ch "${COMPONENTS[@]}" | tail -n1 | cut -f1) in $bin"
+  rm -rf "$bin"
+  mv "$out" "$bin"
+  printf '%s\n' "$fingerprint" >"$stamp.tmp" && mv "$stamp.tmp" "$stamp"
+  say "done in $(dt "$t_all"): $(cd "$bin" && du -ch "${COMPONENTS[@]}" | tail -n1 | cut -f1) in $bin"
+}
+
+build_helm() { # helm.sh/helm/v4 cmd/helm, flags as helm's own Makefile (version in ldflags, no tags)
+  local t log="$logs/helm.log" out="$dir/helm.partial"
+  rm -f "$helm_stamp" "$out"
+  say "building helm $HELM_VERSION into $bin (log: $log)"
+  t="$(now)"
+  (cd "$here/helm" && "$GO" mod download -x) >"$logs/download-helm.log" 2>&1 ||
+    fail "downloading the Go modules for helm $HELM_VERSION from the Go module proxy" "$logs/download-helm.log"
+  (cd "$here/helm" && "$GO" build -mod=readonly -trimpath -buildvcs=false \
+    -ldflags "-s -w -X $HELM_MODULE/internal/version.version=$HELM_VERSION" \
+    -o "$out" "$HELM_MODULE/cmd/helm") >"$log" 2>&1 ||
+    fail "building helm $HELM_VERSION from the Go module proxy" "$log"
+  "$out" version --short >"$logs/helm.version.log" 2>&1 || fail "running the freshly built helm version" "$logs/helm.version.log"
+  grep -q "^$HELM_VERSION" "$logs/helm.version.log" ||
+    die "helm version does not report $HELM_VERSION: $(head -c 200 "$logs/helm.version.log")"
+  mkdir -p "$bin"
+  mv "$out" "$bin/helm"
+  printf '%s\n' "$helm_fingerprint" >"$helm_stamp.tmp" && mv "$helm_stamp.tmp" "$helm_stamp"
+  say "helm: $(dt "$t")"
+}
+
+cached || build_kubernetes
+helm_cached || build_helm
 echo "$bin"
