@@ -23,14 +23,22 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def plane(tmp_path_factory):
+def toolchain():
+    """The upstream binaries and helm (tests/e2e/toolchain/build.sh), built once."""
     if os.environ.get("REPRIEVE_SKIP_E2E") == "1":
         if os.environ.get("CI"):
             pytest.fail("REPRIEVE_SKIP_E2E=1 is a local opt-out; CI always runs the end-to-end tests")
         pytest.skip("REPRIEVE_SKIP_E2E=1: end-to-end tests opted out locally")
     try:
-        bin_dir = build_toolchain()
-        control = ControlPlane(tmp_path_factory.mktemp("cluster"), bin_dir).start()
+        return build_toolchain()
+    except StartupError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def plane(toolchain, tmp_path_factory):
+    try:
+        control = ControlPlane(tmp_path_factory.mktemp("cluster"), toolchain).start()
     except StartupError as exc:
         pytest.fail(f"end-to-end control plane could not start: {exc}", pytrace=False)
     yield control

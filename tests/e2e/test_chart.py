@@ -62,6 +62,11 @@ def scheduler_config(objs: list[dict]) -> dict:
     return yaml.safe_load(scheduler_config_text(objs))
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _helm(toolchain):
+    """helm comes with the toolchain (and REPRIEVE_SKIP_E2E=1 opts out of it like the rest)."""
+
+
 @pytest.fixture(scope="module")
 def default() -> list[dict]:
     return objects(template())
