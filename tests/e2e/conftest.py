@@ -64,7 +64,7 @@ def pytest_runtest_makereport(item, call):
     if report.when == "call":
         for name, value in item.user_properties:
             if name in ("burst", "takeover"):
-                report.sections.append(("burst", value))
+                report.sections.append((name, value))
     plane = item.funcargs.get("plane") or getattr(item.funcargs.get("scenario"), "plane", None)
     if report.failed and plane is not None:
         for name in ("reprieve", "reprieve-shadow"):  # the second one: test_shadow.py
