@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-scale bench-victims bench-cache bench-burst bench-quality bench-slow image fuzz bench-memory clean
+.PHONY: run test unit e2e cluster cluster-down bench bench-scale bench-victims bench-cache bench-burst bench-quality bench-slow image fuzz bench-memory manifests clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -33,6 +33,10 @@ fuzz: $(STAMP)
 ## End-to-end tests against a real kube-apiserver and kube-scheduler built from upstream.
 e2e: $(STAMP)
 	$(PY) -m pytest -q tests/e2e
+
+## Rewrite manifests/ from the Helm chart charts/reprieve (helm is built like the e2e toolchain).
+manifests: $(STAMP)
+	$(PY) -m tests.e2e.chart manifests
 
 ## A local control plane with reprieve in the scheduler's path (see README); cluster-down stops it.
 cluster: $(STAMP)

@@ -26,6 +26,11 @@ PATHS = {
     "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
     "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
     "Deployment": "/apis/apps/v1/namespaces/{ns}/deployments",
+    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+    "Lease": "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
+    "Secret": "/api/v1/namespaces/{ns}/secrets",
+    "SubjectAccessReview": "/apis/authorization.k8s.io/v1/subjectaccessreviews",
 }
 
 

@@ -23,14 +23,22 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(scope="session")
-def plane(tmp_path_factory):
+def toolchain():
+    """The upstream binaries and helm (tests/e2e/toolchain/build.sh), built once."""
     if os.environ.get("REPRIEVE_SKIP_E2E") == "1":
         if os.environ.get("CI"):
             pytest.fail("REPRIEVE_SKIP_E2E=1 is a local opt-out; CI always runs the end-to-end tests")
         pytest.skip("REPRIEVE_SKIP_E2E=1: end-to-end tests opted out locally")
     try:
-        bin_dir = build_toolchain()
-        control = ControlPlane(tmp_path_factory.mktemp("cluster"), bin_dir).start()
+        return build_toolchain()
+    except StartupError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def plane(toolchain, tmp_path_factory):
+    try:
+        control = ControlPlane(tmp_path_factory.mktemp("cluster"), toolchain).start()
     except StartupError as exc:
         pytest.fail(f"end-to-end control plane could not start: {exc}", pytrace=False)
     yield control
@@ -48,15 +56,15 @@ def scenario(plane):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """On failure, attach what reprieve decided (its decision log lines) to the report. A burst's
-    measurements (tests/e2e/burst.py, recorded as the ``burst`` property) and the Events a test
-    read (``describe``, tests/e2e/test_events.py) are attached always: `pytest -rA` shows them
-    for passing tests too."""
+    """On failure, attach what reprieve decided (its decision log lines) to the report.
+    Measurements (a burst's, tests/e2e/burst.py, recorded as the ``burst`` property; a failover's,
+    test_ha.py, as ``takeover``) and the Events a test read (``describe``, tests/e2e/test_events.py)
+    are attached always: `pytest -rA` shows them for passing tests too."""
     outcome = yield
     report = outcome.get_result()
     if report.when == "call":
         for name, value in item.user_properties:
-            if name in ("burst", "describe"):
+            if name in ("burst", "describe", "takeover"):
                 report.sections.append((name, value))
     plane = item.funcargs.get("plane") or getattr(item.funcargs.get("scenario"), "plane", None)
     if report.failed and plane is not None:

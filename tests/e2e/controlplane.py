@@ -100,6 +100,12 @@ class ControlPlane:
             proc.kill()
             proc.wait(timeout=5)
 
+    def kill_process(self, name: str) -> None:
+        """SIGKILL a process and everything it started (its session), as a node failure would."""
+        proc = self.procs.pop(name)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+
     def log(self, name: str) -> str:
         path = self.work / f"{name}.log"
         return path.read_text(errors="replace") if path.exists() else ""
@@ -267,20 +273,24 @@ class ControlPlane:
         and the stock and reprieve schedulers are compared on equal terms."""
         return {"kubeconfig": str(self.kubeconfig), "qps": 1000, "burst": 1000}
 
-    def scheduler_config(self, scheduler_name: str | None = None, reprieve_port: int | None = None) -> Path:
+    def scheduler_config(
+        self, scheduler_name: str | None = None, reprieve_port: int | None = None, *, leader_election: dict | None = None
+    ) -> Path:
         """manifests/scheduler-config.yaml with this cluster's client connection (kubeconfig, qps,
         burst): kube-scheduler ignores --kubeconfig when --config is given, and the manifest
-        cannot know the path. Nothing else is changed; the extender stanza the scheduler loads
-        is the shipped one. Another
+        cannot know the path. The extender stanza the scheduler loads is the shipped one. Leader
+        election is off (the shipped one takes a Lease in the chart's namespace, and each scheduler
+        here runs alone under its name) unless ``leader_election`` gives the stanza. Another
         ``scheduler_name`` and ``reprieve_port`` make a copy for a second reprieve (extenders
         are per scheduler process, not per profile)."""
         config = yaml.safe_load(SCHEDULER_CONFIG.read_text())
         config["clientConnection"] = self.client_connection()
+        config["leaderElection"] = leader_election or {"leaderElect": False}
         name = "scheduler-config.yaml"
         if scheduler_name:
             config["profiles"] = [{"schedulerName": scheduler_name}]
             config["extenders"][0]["urlPrefix"] = f"http://127.0.0.1:{reprieve_port}"
-            name = f"{scheduler_name}-config.yaml"
+            name = f"{scheduler_name}-{reprieve_port}-config.yaml"
         path = self.work / name
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         return path

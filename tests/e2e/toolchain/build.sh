@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Build the upstream binaries the e2e tests run (kube-apiserver, kube-scheduler,
-# kube-controller-manager, etcd, and kubectl for the plugin test) from the Go
-# module proxy, once per pinned version set, into
+# kube-controller-manager, etcd, kubectl for the plugin test, helm for the chart
+# tests) from the Go module proxy, once per pinned version set, into
 #   ${REPRIEVE_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/reprieve-e2e}/<k8s version>/bin/
 #
 # stdout: the bin directory, and nothing else (progress and timings: stderr).
 # Exit status non-zero on failure, with a one-line reason as the last stderr line.
 #
 # Versions are not written here: they are read from the go.mod files beside
-# this script (go.mod, etcd/go.mod, kubectl/go.mod), which pin.sh writes.
+# this script (go.mod, etcd/go.mod, kubectl/go.mod, helm/go.mod), which pin.sh writes.
 #
-# The control plane and kubectl have a stamp each, so that one being (re)built
-# does not invalidate the other.
+# The control plane, kubectl and helm have a stamp each, so that one being
+# (re)built does not invalidate the others.
 #
 # Env:
 #   REPRIEVE_E2E_CACHE  cache root (see above)
@@ -43,6 +43,10 @@ ETCD_VERSION="$(modver "$here/etcd/go.mod" go.etcd.io/etcd/server/v3)"
 K8S_MINOR="${BASH_REMATCH[1]}"
 STAGING="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
 [[ -n "$ETCD_VERSION" ]] || die "cannot read the pinned etcd version from $here/etcd/go.mod; rerun pin.sh"
+HELM_MODULE=helm.sh/helm/v4
+HELM_VERSION="$(modver "$here/helm/go.mod" "$HELM_MODULE")"
+[[ "$HELM_VERSION" =~ ^v4\.[0-9]+\.[0-9]+$ ]] ||
+  die "cannot read the pinned $HELM_MODULE version from $here/helm/go.mod (got '$HELM_VERSION'); rerun pin.sh"
 bad="$(awk '$0 ~ /=> k8s\.io\// && $NF != v { print $1 " " $NF }' v="$STAGING" "$here/go.mod" | head -n1)"
 [[ -z "$bad" ]] ||
   die "$here/go.mod replaces $bad but k8s.io/kubernetes is $K8S_VERSION (want $STAGING); rerun pin.sh"
@@ -77,14 +81,21 @@ kubectl_cached() {
   [[ -f "$kubectl_stamp" && "$(cat "$kubectl_stamp")" == "$kubectl_fingerprint" && -x "$bin/kubectl" ]]
 }
 
-if cached && kubectl_cached; then echo "$bin"; exit 0; fi
+helm_stamp="$dir/helm.stamp"
+helm_fingerprint="$(
+  printf 'recipe %s\n%s %s\n' "$RECIPE" "$HELM_MODULE" "$HELM_VERSION"
+  cd "$here" && sha256sum helm/go.mod helm/go.sum
+)"
+helm_cached() { [[ -f "$helm_stamp" && "$(cat "$helm_stamp")" == "$helm_fingerprint" && -x "$bin/helm" ]]; }
+
+if cached && kubectl_cached && helm_cached; then echo "$bin"; exit 0; fi
 
 mkdir -p "$dir" || die "cannot create the cache directory $dir"
 # One build at a time per version (parallel test workers may all call this).
 if command -v flock >/dev/null 2>&1; then
   exec 9>"$dir/.lock"
   flock 9 || die "cannot lock $dir/.lock"
-  if cached && kubectl_cached; then echo "$bin"; exit 0; fi
+  if cached && kubectl_cached && helm_cached; then echo "$bin"; exit 0; fi
 fi
 
 GO="${GO:-$(command -v go || true)}"
@@ -156,7 +167,9 @@ build_control_plane() {
   grep -q "Kubernetes $K8S_VERSION" "$logs/kube-apiserver.version.log" ||
     die "kube-apiserver --version does not report $K8S_VERSION: $(head -c 200 "$logs/kube-apiserver.version.log")"
 
-  [[ -x "$bin/kubectl" ]] && cp -p "$bin/kubectl" "$out/kubectl" # built apart, kept (its own stamp)
+  for c in kubectl helm; do # built apart, kept (their own stamps)
+    if [[ -x "$bin/$c" ]]; then cp -p "$bin/$c" "$out/$c"; fi
+  done
   rm -rf "$bin"
   mv "$out" "$bin"
   printf '%s\n' "$fingerprint" >"$stamp.tmp" && mv "$stamp.tmp" "$stamp"
@@ -185,6 +198,30 @@ build_kubectl() {
   say "compile kubectl: $(dt "$t")"
 }
 
+# helm, for the chart tests (helm lint, template): helm.sh/helm/v4 cmd/helm from its own module
+# (helm/go.mod: helm's k8s.io/* versions are not the pinned release's), flags as helm's Makefile.
+build_helm() {
+  local t log="$logs/helm.log"
+  t="$(now)"
+  mkdir -p "$logs" "$bin"
+  rm -f "$helm_stamp"
+  say "building helm $HELM_VERSION into $bin (log: $log)"
+  (cd "$here/helm" && "$GO" mod download -x) >"$logs/download-helm.log" 2>&1 ||
+    fail "downloading the Go modules for helm $HELM_VERSION from the Go module proxy" "$logs/download-helm.log"
+  (cd "$here/helm" && "$GO" build "${build_flags[@]}" \
+    -ldflags "-s -w -X $HELM_MODULE/internal/version.version=$HELM_VERSION" \
+    -o "$bin/helm.partial" "$HELM_MODULE/cmd/helm") >"$log" 2>&1 ||
+    fail "building helm $HELM_VERSION from the Go module proxy" "$log"
+  "$bin/helm.partial" version --short >"$logs/helm.version.log" 2>&1 ||
+    fail "running the freshly built helm version" "$logs/helm.version.log"
+  grep -q "^$HELM_VERSION" "$logs/helm.version.log" ||
+    die "helm version does not report $HELM_VERSION: $(head -c 200 "$logs/helm.version.log")"
+  mv "$bin/helm.partial" "$bin/helm"
+  printf '%s\n' "$helm_fingerprint" >"$helm_stamp.tmp" && mv "$helm_stamp.tmp" "$helm_stamp"
+  say "compile helm: $(dt "$t")"
+}
+
 cached || build_control_plane
 kubectl_cached || build_kubectl
+helm_cached || build_helm
 echo "$bin"

@@ -3,11 +3,12 @@
 # small Go modules that build.sh builds from. This is the only script that
 # chooses versions; build.sh only reads what the go.mod files say.
 #
-#   tests/e2e/toolchain/pin.sh [K8S_VERSION [ETCD_VERSION]]
+#   tests/e2e/toolchain/pin.sh [K8S_VERSION [ETCD_VERSION [HELM_VERSION]]]
 #
 # Defaults: K8S_VERSION = newest non-prerelease k8s.io/kubernetes v1.X.Y on the
 # Go module proxy; ETCD_VERSION = the go.etcd.io/etcd/server/v3 version that
-# k8s.io/kubernetes's own go.mod requires (the etcd it is tested with).
+# k8s.io/kubernetes's own go.mod requires (the etcd it is tested with);
+# HELM_VERSION = newest non-prerelease helm.sh/helm/v4 v4.X.Y.
 #
 # Modules written:
 #   go.mod       k8s.io/kubernetes + one replace per k8s.io/* staging module
@@ -17,6 +18,8 @@
 #                directives, so `go install ...@version` refuses to build it).
 #   kubectl/go.mod  k8s.io/kubernetes's cmd/kubectl with the same replaces
 #                (apart, so kubectl's dependencies leave go.sum above as it is).
+#   helm/go.mod  helm.sh/helm/v4 (its own module: helm's k8s.io/* versions are
+#                not the pinned release's).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -76,4 +79,12 @@ mkdir -p "$here/etcd"
 newmod "$here/etcd" reprieve.local/e2e/toolchain/etcd "$("$GO" mod edit -json "$emod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Go"])')"
 (cd "$here/etcd" && "$GO" mod edit -require="go.etcd.io/etcd/server/v3@$etcd" -tool=go.etcd.io/etcd/server/v3 && "$GO" mod tidy)
 
-echo "pin.sh: done; commit go.mod/go.sum, etcd/go.mod/go.sum, kubectl/go.mod/go.sum" >&2
+# --- helm ------------------------------------------------------------------
+helm="${3:-$(newest_stable helm.sh/helm/v4 '4\.[0-9]+\.')}"
+hmod="$("$GO" mod download -json "helm.sh/helm/v4@$helm" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')"
+mkdir -p "$here/helm"
+newmod "$here/helm" reprieve.local/e2e/toolchain/helm "$("$GO" mod edit -json "$hmod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Go"])')"
+(cd "$here/helm" && "$GO" mod edit -require="helm.sh/helm/v4@$helm" -tool=helm.sh/helm/v4/cmd/helm && "$GO" mod tidy)
+echo "pin.sh: helm $helm" >&2
+
+echo "pin.sh: done; commit go.mod/go.sum, etcd/go.mod/go.sum, kubectl/go.mod/go.sum, helm/go.mod/go.sum" >&2
