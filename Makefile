@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-cache bench-burst clean
+.PHONY: run test unit e2e cluster cluster-down bench bench-cache bench-burst bench-e2e clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -47,6 +47,10 @@ bench-cache: $(STAMP)
 ## Bursts of preemptions through real kube-schedulers, stock and reprieve interleaved (~2 min; needs port 8888).
 bench-burst: $(STAMP)
 	$(PY) bench/burst.py
+
+## The real kube-scheduler side by side: stock, a do-nothing extender, reprieve per stanza (500 hollow nodes, ~15-20 min; needs port 8888; docs/benchmarks-e2e.md).
+bench-e2e: $(STAMP)
+	$(PY) bench/e2e.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

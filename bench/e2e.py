@@ -4,7 +4,8 @@
 
 A scheduler_perf-style harness (upstream's test/integration/scheduler_perf, PreemptionBasic and
 SchedulingBasic) on the local control plane of the end-to-end tests (tests/e2e/controlplane.py:
-etcd, kube-apiserver, kube-controller-manager, a fake kubelet for hollow nodes). Started once:
+etcd, kube-apiserver, kube-controller-manager; no kubelet, as in scheduler_perf: bound pods stay
+Pending, so each pod is exactly three events to every watcher: created, bound, deleted). Started once:
 N hollow nodes of 8 cpu, 64Gi and 110 pods; reprieve (``serve --kubeconfig``, no policy) on
 127.0.0.1:8888 watching everything; a do-nothing extender (bench/noop_extender.py) on reprieve's
 web stack. Then, per run, a namespace of its own and a kube-scheduler of its own, started for
@@ -18,7 +19,7 @@ the run and stopped after it (so its metrics are the run's), at ``-v=2`` with cl
 
 Workloads:
 
-- basic: ``--pods`` one-cpu pods that fit (the nodes end half full);
+- basic: ``--pods`` one-cpu pods that fit (at 2,000 on 500 nodes, half full);
 - preemption: every node full of four 1900m priority-0 pods (bound directly, not scheduled),
   then one 6-cpu priority-10 pod per node, each needing three victims (upstream's
   PreemptionBasic at twice the node size).
@@ -34,9 +35,11 @@ create to last bind), seconds to place every pod (from the first create, or from
 scheduler answering /healthz), victims (pods of the namespace deleted), the scheduler's
 ``scheduling_algorithm_duration_seconds`` mean (extender calls are inside it) and its
 preemption attempts, and the CPU seconds (utime+stime from /proc/PID/stat, gunicorn arbiter
-and worker) of reprieve and of the do-nothing extender from before the first pod is created
-until every pod is bound and Running and reprieve's view has caught up: watches included.
-While stock schedules, reprieve's CPU is its watch cost alone.
+and worker) of reprieve, of the do-nothing extender and of the scheduler, per measured pod:
+for reprieve and the do-nothing extender, from before the first measured pod is created
+until every pod is bound, reprieve's view has caught up, and the run's pods are deleted and
+gone from reprieve's store (the pod's whole life, watches included). While stock or the
+do-nothing extender schedules, reprieve's CPU is its watch cost alone.
 
 ``--profile PY-SPY`` adds, after the measured runs, one unmeasured run per listed configuration
 with py-spy sampling reprieve's worker (``--nonblocking``), and prints where its CPU went by
