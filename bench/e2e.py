@@ -41,7 +41,7 @@ until every pod is bound, reprieve's view has caught up, and the run's pods are 
 gone from reprieve's store (the pod's whole life, watches included). While stock or the
 do-nothing extender schedules, reprieve's CPU is its watch cost alone.
 
-``--profile PY-SPY`` adds, after the measured runs, one unmeasured run per listed configuration
+``--profile PY-SPY`` adds, before the measured runs, one unmeasured run per listed configuration
 with py-spy sampling reprieve's worker (``--nonblocking``), and prints where its CPU went by
 thread role and by function.
 """
@@ -473,6 +473,14 @@ def run_all(args) -> tuple[list[Result], dict[str, str]]:
         try:
             phase("the control plane started")
             nodes = setup(plane, args.nodes)
+            if args.profile:  # first, so that a run cut short still has it
+                for label in args.profile_configs:
+                    config = next(c for c in configs(args.stanzas) if c.label == label)
+                    try:
+                        profiles[label] = profile_run(plane, args, config, nodes)
+                    except Exception as exc:  # noqa: BLE001 - keep the measured results
+                        profiles[label] = f"profiling failed: {exc!r}"
+                    print(profiles[label], file=sys.stderr, flush=True)
             for rep in range(args.repetitions):
                 for workload, mode, cfgs in plan(args):
                     k = rep % len(cfgs)
@@ -480,13 +488,6 @@ def run_all(args) -> tuple[list[Result], dict[str, str]]:
                         result = run_one(plane, config, workload, mode, nodes, args.pods, args.timeout)
                         results.append(result)
                         print(f"  [{rep + 1}/{args.repetitions}] {result.summary()}", file=sys.stderr, flush=True)
-            if args.profile:
-                for label in args.profile_configs:
-                    config = next(c for c in configs(args.stanzas) if c.label == label)
-                    try:
-                        profiles[label] = profile_run(plane, args, config, nodes)
-                    except Exception as exc:  # noqa: BLE001 - keep the measured results
-                        profiles[label] = f"profiling failed: {exc!r}"
         finally:
             plane.stop()
             if args.keep:
@@ -617,7 +618,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--timeout", type=float, default=180, help="seconds a run may take to place its pods")
     parser.add_argument("--profile", metavar="PY-SPY", help="the py-spy binary: profile reprieve in extra runs")
-    parser.add_argument("--profile-configs", default="reprieve/full,stock", help="configurations to profile")
+    parser.add_argument("--profile-configs", default="reprieve/full", help="configurations to profile")
     parser.add_argument("--keep", metavar="DIR", help="copy the components' logs and py-spy's raw stacks here")
     parser.add_argument("--verbose", action="store_true", help="print how long each phase of a run took")
     args = parser.parse_args(argv)
