@@ -6,6 +6,7 @@ rest, so a validation error names the exact field (``spec.containers.0.resources
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal
 
 import pydantic
@@ -14,7 +15,10 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Stric
 from policy.quantity import parse_quantity
 
 
+@functools.lru_cache(maxsize=4096, typed=True)
 def _quantity(value: str | int | float) -> str | int | float:
+    # Every watch event and every verb's pod repeats the same few quantities ("1", "500Mi"):
+    # parse each once (a bad one raises, and errors are not cached).
     parse_quantity(value)  # raises ValueError with a message naming the bad text
     return value
 
