@@ -48,7 +48,7 @@ bench-cache: $(STAMP)
 bench-burst: $(STAMP)
 	$(PY) bench/burst.py
 
-## The real kube-scheduler side by side: stock, a do-nothing extender, reprieve per stanza (500 hollow nodes, ~15-20 min; needs port 8888; docs/benchmarks-e2e.md).
+## The real kube-scheduler side by side: stock, a do-nothing extender, reprieve per stanza (500 hollow nodes, ~15 min; needs port 8888; docs/benchmarks-e2e.md).
 bench-e2e: $(STAMP)
 	$(PY) bench/e2e.py
 

@@ -1,6 +1,6 @@
 """The real kube-scheduler, side by side: stock, a do-nothing extender, and reprieve (issue 11, point 5).
 
-    python bench/e2e.py [--nodes 500] [--pods 2000] [--repetitions 2] [--profile PY-SPY]
+    python bench/e2e.py [--nodes 500] [--pods 2000] [--repetitions 1] [--runs ...] [--profile PY-SPY]
 
 A scheduler_perf-style harness (upstream's test/integration/scheduler_perf, PreemptionBasic and
 SchedulingBasic) on the local control plane of the end-to-end tests (tests/e2e/controlplane.py:
@@ -609,7 +609,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--pods", type=int, default=2000, help="pods of the basic workload")
-    parser.add_argument("--repetitions", type=int, default=2)
+    parser.add_argument("--repetitions", type=int, default=1, help="interleaved repetitions (each adds the time of one)")
     parser.add_argument("--stanzas", default=",".join(STANZAS), help=f"reprieve's stanzas, of: {', '.join(STANZAS)}")
     parser.add_argument(
         "--runs",
