@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-scale bench-victims bench-cache bench-burst bench-quality bench-slow image fuzz bench-memory manifests clean
+.PHONY: run test unit e2e cluster cluster-down bench bench-scale bench-victims bench-cache bench-burst bench-quality bench-slow image fuzz bench-memory manifests bench-e2e clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -87,6 +87,10 @@ image:
 ## BASELINE=REV runs the same against that revision first, side by side.
 bench-memory: $(STAMP)
 	$(PY) bench/memory.py $(if $(BASELINE),--baseline $(BASELINE))
+
+## The real kube-scheduler side by side: stock, a do-nothing extender, reprieve per stanza (500 hollow nodes, ~15 min; needs port 8888; docs/benchmarks-e2e.md).
+bench-e2e: $(STAMP)
+	$(PY) bench/e2e.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -6,6 +6,7 @@ rest, so a validation error names the exact field (``spec.containers.0.resources
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal
 
 import pydantic
@@ -14,8 +15,11 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 from policy.quantity import parse_quantity
 
 
+@functools.lru_cache(maxsize=4096, typed=True)
 def _quantity(value: str | int | float) -> str | int | float:
-    # parse_quantity raises ValueError with a message naming the bad text.
+    # Every watch event and every verb's pod repeats the same few quantities ("1", "500Mi"):
+    # check each once (a bad one raises, and errors are not cached). parse_quantity raises
+    # ValueError with a message naming the bad text.
     if parse_quantity(value) < 0:  # ValidateNonnegativeQuantity: requests, limits, overhead, allocatable
         raise ValueError(f"{value!r} must not be negative")
     return value

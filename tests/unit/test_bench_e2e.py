@@ -1,0 +1,79 @@
+"""The end-to-end benchmark's own parts that need no control plane: the do-nothing extender's
+answers (they must be valid answers the scheduler accepts, or the floor it measures is wrong),
+the scheduler configurations it writes per stanza, and the profile summary."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import orjson
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load(name: str):
+    """A bench script as a module, without putting bench/ on sys.path (its names are generic)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+e2e = _load("e2e")
+noop_extender = _load("noop_extender")
+
+
+def test_noop_filter_passes_every_node_it_was_sent():
+    client = noop_extender.create_app().test_client()
+    body = {"Pod": {"metadata": {"name": "p"}}, "NodeNames": ["a", "b"], "Nodes": None}
+    answer = orjson.loads(client.post("/filter", data=orjson.dumps(body)).data)
+    assert answer["NodeNames"] == ["a", "b"]
+    assert answer["FailedNodes"] == {} and answer["FailedAndUnresolvableNodes"] == {} and answer["Error"] == ""
+
+
+def test_noop_prioritize_scores_nothing_and_preempt_echoes_the_proposal():
+    client = noop_extender.create_app().test_client()
+    assert client.post("/prioritize", data=b'{"Pod":{},"NodeNames":["a"]}').data == b"[]"
+    proposal = {"n1": {"Pods": [{"UID": "u1"}, {"UID": "u2"}], "NumPDBViolations": 1}}
+    answer = orjson.loads(client.post("/preempt", data=orjson.dumps({"Pod": {}, "NodeNameToMetaVictims": proposal})).data)
+    assert answer == {"NodeNameToMetaVictims": proposal}
+    whole = {"n1": {"Pods": [{"metadata": {"uid": "u1"}}], "NumPDBViolations": 0}}
+    answer = orjson.loads(client.post("/preempt", data=orjson.dumps({"Pod": {}, "NodeNameToVictims": whole})).data)
+    assert answer == {"NodeNameToMetaVictims": {"n1": {"Pods": [{"UID": "u1"}], "NumPDBViolations": 0}}}
+
+
+def test_each_stanza_names_exactly_its_verbs(tmp_path):
+    plane = e2e.BenchPlane(tmp_path, tmp_path)
+    plane.noop_port = 12345
+    for config in e2e.configs(list(e2e.STANZAS)):
+        written = yaml.safe_load(plane.bench_scheduler_config(config, "bench-scheduler").read_text())
+        assert written["clientConnection"]["qps"] == 1000
+        if config.extender is None:
+            assert "extenders" not in written
+            continue
+        (stanza,) = written["extenders"]
+        verbs = {k[: -len("Verb")] for k in stanza if k.endswith("Verb")}
+        assert verbs == set(config.verbs), config
+        port = plane.reprieve_port if config.extender == "reprieve" else 12345
+        assert stanza["urlPrefix"] == f"http://127.0.0.1:{port}"
+        assert stanza["nodeCacheCapable"] is True  # the rest as shipped
+
+
+def test_profile_summary_splits_samples_by_role():
+    raw = "\n".join(
+        [
+            "thread (1): reflector-pods;run (/x/extender/live/reflector.py:50);loads (/x/orjson.py:1) 30",
+            "thread (2): publisher;_publish_loop (/x/extender/live/cache.py:150) 10",
+            "thread (3): ThreadPoolExecutor-0_0;handle (/x/gunicorn/workers/gthread.py:1);handle (/x/extender/serving/verbs/filter.py:13) 40",
+            "thread (3): ThreadPoolExecutor-0_0;handle (/x/gunicorn/workers/gthread.py:1);dumps (/x/flask/app.py:1) 20",
+        ]
+    )
+    result = e2e.Result("reprieve/full", "basic", "before", 10, 10, 1.0, 9.0, 0, 0, 1.0, 10, 0.01, 0, 0.01, 0.5)
+    summary = e2e.summarize_profile(raw, result)
+    assert summary.startswith("100 samples")
+    for role, share in (("watch: reflector", "30%"), ("watch: publisher", "10%"), ("verb: filter", "40%"), ("http:", "20%")):
+        assert any(line.startswith(f"| {role}") and line.endswith(f"| {share} |") for line in summary.splitlines()), role
