@@ -71,8 +71,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-# reprieve runs as `python -m extender.cli` in a child process: make it this tree's too.
-os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 
 import yaml  # noqa: E402
 
@@ -524,7 +522,7 @@ ROLES = (  # first match in a stack, outermost frame first
     ("verb: filter", ("verbs/filter.py",)),
     ("verb: prioritize", ("verbs/prioritize.py",)),
     ("verb: preempt", ("verbs/preempt.py",)),
-    ("http: gunicorn + Flask around the verbs", ("gthread.py", "workers/base.py")),
+    ("http: server + Flask around the verbs", ("serving/connection.py", "serving/wsgi.py", "serving/server.py")),
 )
 
 
@@ -607,6 +605,9 @@ def table(results: list[Result]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # reprieve runs as `python -m extender.cli` in a child process: make it this tree's too
+    # (here, not at import: tests import this module, and their other subprocesses must not see it).
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--pods", type=int, default=2000, help="pods of the basic workload")

@@ -134,7 +134,7 @@ def installed():
             [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-compile", "--no-index", *map(str, sorted(wheels.glob("*.whl")))],
             check=True,
             timeout=300,
-            env={k: v for k, v in os.environ.items() if k != "PIP_FIND_LINKS"},
+            env={k: v for k, v in os.environ.items() if k not in ("PIP_FIND_LINKS", "PYTHONPATH")},  # only the wheels
         )
         shutil.copy2(EXAMPLE, root / "cluster.yaml")  # as a mounted ConfigMap would be
         unwritable = root / "home"  # HOME and working directory: root-owned, read-only to the user

@@ -1,5 +1,7 @@
 """reprieve's RBAC in manifests/reprieve.yaml is least privilege: it reads exactly what its cache
-watches and writes only its Events."""
+watches (reprieve-reader) and writes only its Events (reprieve-events). The scheduler's own
+roles (system:kube-scheduler and the leader-election Role) are checked end to end by
+SubjectAccessReview in tests/e2e/test_manifests.py."""
 
 from __future__ import annotations
 
@@ -11,8 +13,9 @@ from tests.conftest import ROOT
 
 def reprieve_rules() -> list[dict]:
     objects = [o for o in yaml.safe_load_all((ROOT / "manifests" / "reprieve.yaml").read_text()) if o]
-    [role] = [o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "reprieve-reader"]
-    return role["rules"]
+    roles = [o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] in ("reprieve-reader", "reprieve-events")]
+    assert len(roles) == 2, [o["metadata"]["name"] for o in roles]
+    return [rule for role in roles for rule in role["rules"]]
 
 
 def granted() -> set[tuple[str, str, str]]:

@@ -68,8 +68,8 @@ def test_profile_summary_splits_samples_by_role():
         [
             "thread (1): reflector-pods;run (/x/extender/live/reflector.py:50);loads (/x/orjson.py:1) 30",
             "thread (2): publisher;_publish_loop (/x/extender/live/cache.py:150) 10",
-            "thread (3): ThreadPoolExecutor-0_0;handle (/x/gunicorn/workers/gthread.py:1);handle (/x/extender/serving/verbs/filter.py:13) 40",
-            "thread (3): ThreadPoolExecutor-0_0;handle (/x/gunicorn/workers/gthread.py:1);dumps (/x/flask/app.py:1) 20",
+            "thread (3): ThreadPoolExecutor-0_0;handle (/x/extender/serving/wsgi.py:1);handle (/x/extender/serving/verbs/filter.py:13) 40",
+            "thread (3): ThreadPoolExecutor-0_0;handle (/x/extender/serving/wsgi.py:1);dumps (/x/flask/app.py:1) 20",
         ]
     )
     result = e2e.Result("reprieve/full", "basic", "before", 10, 10, 1.0, 9.0, 0, 0, 1.0, 10, 0.01, 0, 0.01, 0.5)
