@@ -127,7 +127,8 @@ def improve(
 ) -> Found | None:
     """One pass of single swaps from ``victims`` (live ones of a greedy result, cost ``key``):
     for each victim, most important first, try to keep it, making room by evicting the least
-    important of the kept pods, then giving back (most important first) every one not needed.
+    important of the kept pods, then giving back (most important first) every victim not
+    needed, so that the set stays inclusion-minimal.
     Returns the cheapest set found if strictly cheaper than ``key``; else None."""
     needs = {p.uid: tuple(p.requests.get(r, 0) for r in checked) for p in live}
     limit = tuple(room[r] for r in checked)
@@ -145,6 +146,8 @@ def improve(
             kept_use = plus(kept_use, p.uid)
     best: Found | None = None
     for pod in sorted((p for p in live if p.uid in current), key=importance):
+        if pod.uid not in current:
+            continue  # given back by an earlier swap: already kept
         used, taken = plus(kept_use, pod.uid), []
         for other in reversed(live):  # least important first
             if fits(used):
@@ -154,11 +157,13 @@ def improve(
                 used = plus(used, other.uid, -1)
         if not fits(used):
             continue
-        for other in reversed(taken):  # give back what is not needed, most important first
-            if fits(back := plus(used, other.uid)):
-                used = back
-                taken.remove(other)
         candidate = {p.uid for p in taken} | (current - {pod.uid})
+        # Give back every victim not needed, most important first: the pods just taken, and
+        # earlier victims that a larger eviction has made unnecessary (inclusion-minimal).
+        for other in live:
+            if other.uid in candidate and fits(back := plus(used, other.uid)):
+                used = back
+                candidate.discard(other.uid)
         chosen = tuple(sorted((*leaving, *(p for p in live if p.uid in candidate)), key=importance))
         violations = count_violations(chosen, budgets_of)
         found_key = ranking.cost(chosen, violations, len(candidate & opted_out)).key

@@ -131,3 +131,22 @@ def test_improving_never_returns_a_set_that_does_not_fit_or_costs_more(running, 
     assert found.key < start_key
     kept = [p for p in live if p not in found.victims]
     assert all(sum(p.requests.get(r, 0) for p in kept) <= space[r] for r in checked)
+    for spared in found.victims:  # inclusion-minimal: no victim fits back
+        assert any(sum(p.requests.get(r, 0) for p in (*kept, spared)) > space[r] for r in checked), spared.name
+
+
+def test_a_swap_never_leaves_a_victim_that_could_be_spared():
+    # 17 live candidates (13 BestEffort fillers): the swap pass runs. Found by review: a swap that
+    # freed more than needed left p3 a victim although {p1} alone makes room (8 cpu kept fits).
+    real = [
+        pod("p0", node="n1", priority=2, cpu=1, qos=G, start=0, labels={"app": "a"}),
+        pod("p1", node="n1", priority=2, cpu=6, qos=B, start=1),
+        pod("p2", node="n1", priority=0, cpu=2, qos=G, start=2),
+        pod("p3", node="n1", priority=2, cpu=5, qos=B, start=3),
+    ]
+    fillers = [pod(f"f{i:02d}", node="n1", priority=0, start=100 + i) for i in range(13)]
+    v = view([node("n1", cpu=12, pods=40)], real + fillers, [pdb("a", allowed=1, match={"app": "a"})])
+    chosen = select_victims(
+        node=v.nodes["n1"], preemptor=pod("pre", priority=10, cpu=4), reservations=(), budgets_of=v.budgets_covering
+    )
+    assert [p.name for p in chosen.victims] == ["p1"]
