@@ -38,14 +38,17 @@ What is measured, and why that way:
   ``Evaluator.callExtenders`` logs it and drops the extender's answer for that cycle.
 - **pending**: preemptors still unbound when the burst gives up.
 
-What the tests assert (``expect_one_victim_each``): every preemptor bound, distinct victims =
-the number of preemptors, no ``claims`` line, and, for reprieve, preemptions = the number of
-preemptors. A victim promised to two preemptors leaves one of them without room, and it
-preempts again. Stock is not held to that: its own view lags its deletions and nominations,
-and now and then it promises a terminating victim's room twice itself (20 nodes, 50
-preemptors: 51 preemptions for 50 victims in 2 of 7 runs; the preemptor left out preempted
-again elsewhere). reprieve sees the nominations and terminating victims too, and with its
-answers in flight it can do better, so it is held to exactly one preemption each.
+What the tests assert (``expect_burst``): every preemptor bound and no ``claims`` line; for
+reprieve also distinct victims = preemptions = the number of preemptors. A victim promised to
+two preemptors leaves one of them without room, and it preempts again. Stock is the control and
+is held only to what it controls: its own view lags its deletions and nominations, and now and
+then it promises a terminating victim's room twice itself; the preemptor left out preempts
+again, sometimes taking a fresh victim (20 nodes, 50 preemptors: 51 preemptions for 50 victims
+in 2 of 7 runs here; 52 preemptions and 51 distinct victims in one CI run). Its counts are
+recorded and must still be at least one victim per preemptor. reprieve sees the nominations
+and terminating victims too, and with its answers in flight it can do better, so it is held to
+exactly one preemption and one victim each. Shadow mode answers as stock, so it is held to what
+stock is held to.
 
 Only the log written after the wave started is read, and only lines naming the burst's
 namespace are counted (except ``claims``, which name the extender and a node, not the pod).
@@ -265,15 +268,18 @@ class _BindWatch(threading.Thread):
             return dict(self._bound)
 
 
-def expect_one_victim_each(result: Result, *, one_preemption_each: bool) -> None:
-    """What every burst test asserts: all bound, one distinct victim per preemptor, no answer
-    the scheduler rejected, and (``one_preemption_each``: reprieve) one preemption each."""
+def expect_burst(result: Result, *, exact: bool) -> None:
+    """What every burst test asserts: all bound and no answer the scheduler rejected; with
+    ``exact`` (reprieve) one preemption and one distinct victim per preemptor, else (stock, the
+    control) at least one distinct victim per preemptor."""
     n = result.shape.preemptors
     assert not result.pending, f"preemptors never bound: {result.pending}; {result.summary()}"
     assert not result.claims, "the scheduler rejected the extender's answer:\n" + "\n".join(result.claims[:5])
-    assert result.distinct_victims == n, result.summary()
-    if one_preemption_each:
+    if exact:
+        assert result.distinct_victims == n, result.summary()
         assert result.preemptions == n, result.summary()
+    else:
+        assert result.distinct_victims >= n and result.preemptions >= n, result.summary()
 
 
 def _admitted(kube: Kube, path: str, body: dict) -> bool:

@@ -74,7 +74,10 @@ class ControlPlane:
             self._apiserver()
             self.kube = Kube.from_kubeconfig(str(self.kubeconfig))
             self._controller_manager()
-            self.kubelet = FakeKubelet(self.kube)
+            # Its own client: a burst's victims all end at once, each on a timer thread, and
+            # the shared client's 8 connections would overflow (urllib3 warns, after the test
+            # output has closed).
+            self.kubelet = FakeKubelet(Kube.pooled(str(self.kubeconfig), 64))
             self.kubelet.start()
             self.start_reprieve()
             self._schedulers()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.burst import SHAPES, burst, expect_one_victim_each
+from tests.e2e.burst import SHAPES, burst, expect_burst
 from tests.e2e.client import wait_for
 from tests.e2e.scenario import REPRIEVE, STOCK
 
@@ -165,4 +165,4 @@ def test_burst_under_the_policy_takes_one_victim_each(scenario, shape, record_pr
     # and the answers in flight that keep the next preemptor off the victims already promised.
     result = burst(scenario, shape, REPRIEVE)
     record_property("burst", result.summary())
-    expect_one_victim_each(result, one_preemption_each=True)
+    expect_burst(result, exact=True)
