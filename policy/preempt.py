@@ -111,8 +111,8 @@ def decide(
     if refusal is not Refusal.NONE:
         return PreemptDecision(answer={}, outcomes=(), reasons=(why,), refusal=refusal)
 
-    def evaluate(name: str) -> NodeOutcome:
-        outcome = _evaluate(view, preemptor, name, proposals[name], screen, in_flight, now)
+    def evaluate(name: str, swap: bool = False) -> NodeOutcome:
+        outcome = _evaluate(view, preemptor, name, proposals[name], screen, in_flight, now, swap)
         if screen is not None and outcome.verdict is Verdict.PASSED_THROUGH:
             # The rules cannot be checked on victims reprieve does not know: not offered.
             outcome = dataclasses.replace(
@@ -121,6 +121,7 @@ def decide(
         return outcome
 
     outcomes = _judge(view, preemptor, proposals, in_flight, evaluate, exhaustive)
+    _swap_on_offered(outcomes, evaluate)
     answer, reasons = _offer(proposals, outcomes)
     return PreemptDecision(answer=answer, outcomes=tuple(outcomes.values()), reasons=tuple(reasons))
 
@@ -159,6 +160,21 @@ def _judge(
         if outcome.cost is not None and (best is None or outcome.cost.key < best):
             best = outcome.cost.key
     return {name: solved[name] for name in sorted(proposals)}
+
+
+def _swap_on_offered(outcomes: dict[str, NodeOutcome], evaluate: Callable[..., NodeOutcome]) -> None:
+    """Run policy.exact's swap pass on the node _offer will offer, and on no other. The pass
+    only ever lowers a node's cost, so that node stays the cheapest; on a node with many
+    lower-priority pods it costs more than the rest of the node's selection, and running it on
+    every candidate made a 500-candidate preemption several times slower. The price: a node
+    whose greedy victims cost more than the offered node's, but whose swapped victims would
+    have cost less, is not found. Every candidate still costs no more than stock's victims on
+    it (upstream's order is one of the greedy orders)."""
+    if any(o.verdict is Verdict.DROPPED and o.cause is Cause.LEAVING for o in outcomes.values()):
+        return  # nothing is offered: the pod waits for pods already terminating
+    ties = ranking.best({n: o.cost for n, o in outcomes.items() if o.cost is not None})
+    if ties:
+        outcomes[ties[0]] = evaluate(ties[0], swap=True)
 
 
 def _floor(
@@ -293,6 +309,7 @@ def _evaluate(
     screen: tenancy.Screen | None,
     in_flight: Sequence[InFlight],
     now: float | None,
+    swap: bool,
 ) -> NodeOutcome:
     node = view.nodes.get(name)
     if node is None:
@@ -332,6 +349,7 @@ def _evaluate(
         screen=screen,
         nameable=_nameable({p.uid for p in proposed if p.uid not in promised}, now),
         at_least=at_least,
+        swap=swap,
     )
     if isinstance(selection, NodeRejected):
         return NodeOutcome(name, Verdict.DROPPED, selection.cause, reasons=(selection.reason,))

@@ -45,6 +45,7 @@ def select_victims(
     screen: Screen | None = None,
     nameable: Callable[[Pod], bool] | None = None,
     at_least: Vector | None = None,
+    swap: bool = True,
 ) -> VictimSelection | NodeRejected:
     """The victims reprieve would evict on ``node`` so that ``preemptor`` fits.
 
@@ -71,6 +72,10 @@ def select_victims(
     still leaves (its room is freed) but is not named. ``at_least``: the victims named must
     free at least this much of every resource the preemptor requests (the scheduler's own
     victims, when its proposal shows it sees less room than reprieve).
+
+    Then a search for a cheaper set (policy.exact): every set when the node has few candidates,
+    single swaps from the best greedy result when it has many (``swap``; policy.preempt runs
+    that pass only on the node it offers, since it costs more than the rest together).
 
     The result is inclusion-minimal: a failed reprieve only gets harder as later pods are
     added back, so no single victim could be spared.
@@ -102,7 +107,7 @@ def select_victims(
     result: VictimSelection | NodeRejected | None = None
     for pool, spare_first in attempts:
         result = _attempt(
-            node, preemptor, pool, reservations, budgets_of, screen, spare_first, protected, nameable, at_least
+            node, preemptor, pool, reservations, budgets_of, screen, spare_first, protected, nameable, at_least, swap
         )
         if isinstance(result, VictimSelection):
             break
@@ -125,6 +130,7 @@ def _attempt(
     protected: dict[str, str],
     nameable: Callable[[Pod], bool] | None,
     at_least: Vector | None,
+    swap: bool,
 ) -> VictimSelection | NodeRejected:
     alloc = node.node.allocatable
     request = preemptor.requests
@@ -160,7 +166,7 @@ def _attempt(
     first = {p.uid for p in spare_first}
     terminating = [p for p in candidates if p.terminating]
     victims, violations, reprieved, shielded, searched = _best_reprieve(
-        room, checked, live, leaving, _orders(live, terminating, budgets_of, first), budgets_of, at_least, first
+        room, checked, live, leaving, _orders(live, terminating, budgets_of, first, checked), budgets_of, at_least, first, swap
     )
     # Law 2 over the whole set: if the reprieve takes too much from some queue, choose again,
     # least important first, skipping pods whose queue could not afford them.
@@ -217,47 +223,57 @@ def _cause(protected: dict[str, str]) -> Cause:
 
 
 def _orders(
-    live: Sequence[Pod], terminating: Sequence[Pod], budgets_of: BudgetsOf, first: set[str]
+    live: Sequence[Pod], terminating: Sequence[Pod], budgets_of: BudgetsOf, first: set[str], checked: Sequence[str]
 ) -> list[tuple[Callable, frozenset[str], Sequence[Pod]]]:
     """The greedy orders to reprieve in, each (sort key, pods it tries first, pods it may
-    reprieve), after the pods to spare first (``first``, opted-out ones).
+    reprieve), after the pods to spare first (``first``, opted-out ones). Orders that would
+    be the same as an earlier one on this node are left out.
 
     No order is always cheapest: with a budget allowing 1 of a (2 cpu), b and c (1 each) and
     room for 2, PDB-protected first keeps a and loses b and c (1 violation), upstream's
     violators first keeps b and c and loses a (none); and when PDB-protected pods of low
     priority are kept first, pods of higher priority may go where one low-priority pod would
-    do. The last is upstream's own SelectVictimsOnNode (priority and start time, its
-    violators first, terminating pods reprieved like the others), so that the result never
-    costs more than the set stock kube-scheduler picks on the node.
+    do. Where a budget must be violated, keeping its smallest pods first evicts the fewest of
+    them: one 8-cpu victim instead of four 2-cpu ones, one violation instead of four (and
+    what policy.bounds proves the fewest possible, so that preempt can leave the other
+    candidates unsolved). The last is upstream's own SelectVictimsOnNode (priority and start
+    time, its violators first, terminating pods reprieved like the others), so that the
+    result never costs more than the set stock kube-scheduler picks on the node.
     """
     protected = protected_by_budgets(live, budgets_of)
     violators = violating(live, budgets_of)
     everyone = sorted((*live, *terminating), key=more_important)
     upstream = violating(everyone, budgets_of, terminating_spends=True)
-    return [
-        (lambda p: (p.uid not in first, p.uid not in protected), protected, live),
-        (lambda p: (p.uid not in first, p.uid not in violators), violators, live),
-        (lambda p: (p.uid not in first,), frozenset(), live),
-        (lambda p: (p.uid not in first, p.uid not in upstream, more_important(p)), upstream, everyone),
-    ]
+    orders = []
+    if protected:
+        orders.append((lambda p: (p.uid not in first, p.uid not in protected), protected, live))
+    if violators:
+        orders.append((lambda p: (p.uid not in first, p.uid not in violators), violators, live))
+    orders.append((lambda p: (p.uid not in first,), frozenset(), live))
+    if protected:
+        size = _sizes(live, checked)
+        orders.append((lambda p: (p.uid not in first, p.uid not in protected, size[p.uid]), protected, live))
+    orders.append((lambda p: (p.uid not in first, p.uid not in upstream, more_important(p)), upstream, everyone))
+    return orders
 
 
-def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least, first):
+def _sizes(live: Sequence[Pod], checked: Sequence[str]) -> dict[str, float]:
+    """Each pod's largest share of what the pods together request of a checked resource."""
+    totals = {r: sum(p.requests.get(r, 0) for p in live) or 1 for r in checked}
+    return {p.uid: max((p.requests.get(r, 0) / totals[r] for r in checked), default=0.0) for p in live}
+
+
+def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least, first, swap):
     """Reprieve in each order and keep the cheapest result by policy.ranking's key (ties:
     the earlier order); then look for a cheaper set (policy.exact): every set when the node
-    has few candidates, single swaps when it has many. Terminating victims are named only if
+    has few candidates, single swaps when it has many (and ``swap``). Terminating victims are named only if
     in ``leaving``; a result that names less than ``at_least`` is not taken. Returns (victims
     most important first, their violations, reprieved, the pods the winning order tried
     first, how a search beat the orders or "")."""
     named = {p.uid for p in leaving}
     best = None
     tried = set()
-    ran = []
     for key_of, shield, pool in orders:
-        if pool is live and shield in ran:
-            continue  # the same order as one already run (no budget here: every shield is empty)
-        if pool is live:
-            ran.append(shield)
         victims, reprieved = _reprieve(room, checked, pool, () if pool is not live else leaving, key_of)
         victims = most_important_first(p for p in victims if not p.terminating or p.uid in named)
         found = tuple(p.uid for p in victims)
@@ -272,8 +288,10 @@ def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least, f
     common = dict(room=room, checked=checked, live=live, leaving=leaving, budgets_of=budgets_of, opted_out=first)
     if len(live) <= exact.EXACT_LIMIT:
         better, how = exact.cheapest(**common, beat=key), "no greedy order was cheapest: the cheapest of every set"
-    else:
+    elif swap:
         better, how = exact.improve(**common, victims=victims, key=key), "swapping victims beat every greedy order"
+    else:
+        better = None
     if better is None:
         return victims, violations, reprieved, shield, ""
     evicted = sum(not p.terminating for p in better.victims)

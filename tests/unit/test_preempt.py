@@ -189,3 +189,33 @@ def test_zero_victims_in_reprieves_view_frees_what_the_scheduler_frees():
     decision = decide(view=v, preemptor=pod("pre", priority=10, cpu=5), proposals=proposals(n1=["a"]))
     assert decision.answer == {"n1": Proposal(("uid-default-a",), 0)}
     assert outcome(decision, "n1").cause is Cause.SCHEDULER_SEES_LESS
+
+
+def _swap_beats_greedy(n: str) -> list:
+    # test_exact's reviewer case: 17 live candidates, so the swap pass (not the full search)
+    # runs; every greedy order evicts more than p1 alone, which the swap pass finds.
+    real = [
+        pod(f"{n}-p0", node=n, priority=2, cpu=1, qos=G, start=0, labels={"app": "a"}),
+        pod(f"{n}-p1", node=n, priority=2, cpu=6, qos=B, start=1),
+        pod(f"{n}-p2", node=n, priority=0, cpu=2, qos=G, start=2),
+        pod(f"{n}-p3", node=n, priority=2, cpu=5, qos=B, start=3),
+    ]
+    return real + [pod(f"{n}-f{i:02d}", node=n, priority=0, start=100 + i) for i in range(13)]
+
+
+def test_the_swap_pass_runs_on_the_offered_node_only():
+    # Two identical nodes: their greedy victims tie, n1 is offered and gets the swap pass's
+    # cheaper set; n2 keeps its greedy victims (the pass is too dear to run on every candidate).
+    v = view(
+        [node("n1", cpu=12, pods=40), node("n2", cpu=12, pods=40)],
+        _swap_beats_greedy("n1") + _swap_beats_greedy("n2"),
+        [pdb("a", allowed=2, match={"app": "a"})],
+    )
+    decision = decide(
+        view=v, preemptor=pod("pre", priority=10, cpu=4), proposals=proposals(n1=["n1-p1"], n2=["n2-p1"])
+    )
+    assert decision.answer == {"n1": Proposal(("uid-default-n1-p1",), 0)}
+    assert any("swapping victims beat every greedy order" in r for r in outcome(decision, "n1").reasons)
+    n2 = outcome(decision, "n2")
+    assert [p.name for p in n2.victims] != ["n2-p1"] and n2.verdict is Verdict.OUTRANKED
+    assert f"not chosen: {n2.cost.versus(outcome(decision, 'n1').cost)} on n1" in n2.reasons
