@@ -96,30 +96,45 @@ def _running(values: list[int]) -> tuple[int, ...]:
     return tuple(sums)
 
 
+class Floors:
+    """``floor`` for many nodes of one view and one preemptor: what depends only on the
+    preemptor (its summary table, the resources it needs) is looked up once per request."""
+
+    def __init__(self, view: ClusterView, preemptor: Pod) -> None:
+        priority = preemptor.priority
+        self._below = view.summary((BUDGETS, "below", priority), lambda node, _: _summarise(view, node, priority))
+        self._priority = priority
+        self._asked = tuple((r, preemptor.requests[r]) for r in resources.checked_resources(preemptor.requests))
+
+    def __call__(self, info: NodeInfo, reservations: Sequence[Pod]) -> tuple:
+        """A lower bound on policy.ranking's key for any victims select_victims may pick on
+        ``info`` (its screen, ``nameable`` and ``at_least`` only make them cost more), or
+        NO_ROOM when even every lower-priority pod gone leaves too little room."""
+        summary: Below = self._below(info.name)
+        alloc = info.node.allocatable
+        kept = info.requested_at_or_above(self._priority)
+        held = resources.add(*(p.requests for p in reservations)) if reservations else resources.EMPTY
+        need: dict[str, int] = {}
+        live_sums = summary.live
+        for r, asked in self._asked:
+            live = live_sums.get(r, 0)
+            short = live + kept.get(r, 0) + held.get(r, 0) + asked - alloc.get(r, 0)
+            if short > live:
+                return NO_ROOM
+            if short > 0:
+                need[r] = short
+        if not need:
+            return ranking.floor(violations=0, top=-math.inf, victims=0, lowest=0)
+        violations = victims = 0
+        for r, amount in need.items():
+            victims = max(victims, bisect.bisect_left(summary.largest[r], amount))
+            rest = amount - summary.spared.get(r, 0)
+            if rest > 0:
+                violations = max(violations, bisect.bisect_left(summary.covered[r], rest))
+        top = next(p for p, sums in summary.levels if all(sums.get(r, 0) >= v for r, v in need.items()))
+        return ranking.floor(violations=violations, top=top, victims=victims, lowest=summary.levels[0][0])
+
+
 def floor(view: ClusterView, info: NodeInfo, preemptor: Pod, reservations: Sequence[Pod]) -> tuple:
-    """A lower bound on policy.ranking's key for any victims select_victims may pick on
-    ``info`` (its screen, ``nameable`` and ``at_least`` only make them cost more), or NO_ROOM
-    when even every lower-priority pod gone leaves too little room."""
-    summary = below(view, info, preemptor.priority)
-    request = preemptor.requests
-    alloc = info.node.allocatable
-    kept = info.requested_at_or_above(preemptor.priority)
-    held = resources.add(*(p.requests for p in reservations)) if reservations else resources.EMPTY
-    need: dict[str, int] = {}
-    for r in resources.checked_resources(request):
-        live = summary.live.get(r, 0)
-        short = live + kept.get(r, 0) + held.get(r, 0) + request[r] - alloc.get(r, 0)
-        if short > live:
-            return NO_ROOM
-        if short > 0:
-            need[r] = short
-    if not need:
-        return ranking.floor(violations=0, top=-math.inf, victims=0, lowest=0)
-    violations = victims = 0
-    for r, amount in need.items():
-        victims = max(victims, bisect.bisect_left(summary.largest[r], amount))
-        rest = amount - summary.spared.get(r, 0)
-        if rest > 0:
-            violations = max(violations, bisect.bisect_left(summary.covered[r], rest))
-    top = next(p for p, sums in summary.levels if all(sums.get(r, 0) >= v for r, v in need.items()))
-    return ranking.floor(violations=violations, top=top, victims=victims, lowest=summary.levels[0][0])
+    """Floors(view, preemptor)(info, reservations), for one node."""
+    return Floors(view, preemptor)(info, reservations)

@@ -141,8 +141,9 @@ def _judge(
     one ``exhaustive`` (every node solved) gives."""
     floors: list[tuple[tuple, str]] = []
     solved: dict[str, NodeOutcome] = {}
+    floor_of = None if exhaustive else _floors(view, preemptor, in_flight)
     for name in proposals:
-        floor = None if exhaustive else _floor(view, preemptor, name, proposals[name], in_flight)
+        floor = None if floor_of is None else floor_of(name, proposals[name])
         if floor is None or floor is bounds.NO_ROOM:
             solved[name] = evaluate(name)  # cheap or exceptional: solved at once
         else:
@@ -177,18 +178,28 @@ def _swap_on_offered(outcomes: dict[str, NodeOutcome], evaluate: Callable[..., N
         outcomes[ties[0]] = evaluate(ties[0], swap=True)
 
 
-def _floor(
-    view: ClusterView, preemptor: Pod, name: str, proposal: Proposal, in_flight: Sequence[InFlight]
-) -> tuple | None:
-    """policy.bounds' floor for a node _evaluate would run select_victims on as the view shows
-    it, else None (unknown, kept scheduler victims, or changed by answers in flight)."""
-    node = view.nodes.get(name)
-    if node is None or _outranking(in_flight, name, preemptor) or _unmodelled(view, preemptor, node):
-        return None
-    pods = view.pods
-    if any(uid not in pods or pods[uid].node_name != name for uid in proposal.uids):
-        return None  # a victim unknown on this node: passed through
-    return bounds.floor(view, node, preemptor, view.reservations(name, pod=preemptor))
+def _floors(
+    view: ClusterView, preemptor: Pod, in_flight: Sequence[InFlight]
+) -> Callable[[str, Proposal], tuple | None]:
+    """(node name, proposal) -> policy.bounds' floor for a node _evaluate would run
+    select_victims on as the view shows it, else None (unknown, kept scheduler victims, or
+    changed by answers in flight). Built once per request: 500 candidates each ask."""
+    floor = bounds.Floors(view, preemptor)
+    changed = {f.node for f in in_flight if _holds_against(f, preemptor)}
+    blockers = view.summary(("anti-affinity",), _anti_affinity)  # _unmodelled
+    nodes, pods, nominated = view.nodes, view.pods, view.nominated
+
+    def floor_of(name: str, proposal: Proposal) -> tuple | None:
+        node = nodes.get(name)
+        if node is None or preemptor.unmodelled or name in changed or blockers(name):
+            return None
+        for uid in proposal.uids:
+            pod = pods.get(uid)
+            if pod is None or pod.node_name != name:
+                return None  # a victim unknown on this node: passed through
+        return floor(node, view.reservations(name, pod=preemptor) if name in nominated else ())
+
+    return floor_of
 
 
 def _unsolved(name: str, floor: tuple, winner: NodeOutcome) -> NodeOutcome:
@@ -421,7 +432,11 @@ def _outranking(in_flight: Sequence[InFlight], node: str, preemptor: Pod) -> lis
     """Answers in flight on ``node`` whose preemptors hold room against ``preemptor`` (priority
     >= its own, as nominated pods do). A lower-priority answer neither holds the room nor takes
     its victims from the preemptor: upstream would clear that nomination (X-2)."""
-    return [f for f in in_flight if f.node == node and f.preemptor.priority >= preemptor.priority]
+    return [f for f in in_flight if f.node == node and _holds_against(f, preemptor)]
+
+
+def _holds_against(flight: InFlight, preemptor: Pod) -> bool:
+    return flight.preemptor.priority >= preemptor.priority
 
 
 def _promised(in_flight: Sequence[InFlight], node: str, preemptor: Pod) -> set[str]:

@@ -89,7 +89,10 @@ def capturing(plane, scenario):
         recorder = recorders[mode] = Recorder(plane.kube, f"http://127.0.0.1:{plane.reprieve_port}")
         config = copy.deepcopy(manifest)
         config["profiles"] = [{"schedulerName": f"capture-{mode}"}]
-        config["extenders"][0].update(urlPrefix=recorder.url, nodeCacheCapable=cache, ignorable=False)
+        # prioritize is not in the shipped stanza: added, so that every verb is captured.
+        config["extenders"][0].update(
+            urlPrefix=recorder.url, nodeCacheCapable=cache, ignorable=False, prioritizeVerb="prioritize", weight=1
+        )
         path = plane.work / f"capture-{mode}.yaml"
         path.write_text(yaml.safe_dump(config))
         port = free_port()

@@ -108,7 +108,11 @@ def test_default_is_two_leader_elected_replicas_with_a_budget_and_loopback_verbs
 
     f = flags(default)
     assert f["--bind"] == "127.0.0.1:8888" and f["--plain-bind"] == "0.0.0.0:8080"
-    assert config["extenders"][0]["urlPrefix"] == "http://127.0.0.1:8888" and "tlsConfig" not in config["extenders"][0]
+    [extender] = config["extenders"]
+    assert extender["urlPrefix"] == "http://127.0.0.1:8888" and "tlsConfig" not in extender
+    # The cheapest stanza that keeps every promise (README, "What each verb costs").
+    assert (extender["filterVerb"], extender["preemptVerb"]) == ("filter", "preempt")
+    assert "prioritizeVerb" not in extender and "weight" not in extender
     reprieve = container(default, "reprieve")
     [port] = reprieve["ports"]
     assert port == {"name": "metrics", "containerPort": 8080, "protocol": "TCP"}
@@ -147,7 +151,9 @@ def test_every_full_value_lands_in_its_flag_or_field(full):
     config = scheduler_config(full)
     [extender] = config["extenders"]
     assert extender["urlPrefix"] == "https://127.0.0.1:9888"
-    assert (extender["weight"], extender["ignorable"], extender["httpTimeout"]) == (5, False, "1s")
+    assert (extender["prioritizeVerb"], extender["weight"], extender["ignorable"], extender["httpTimeout"]) == (
+        "prioritize", 5, False, "1s"
+    )
     tls = extender["tlsConfig"]
     assert {k: source(full, "kube-scheduler", v) for k, v in tls.items()} == {
         "certFile": ("Secret", "reprieve-mtls", "tls.crt"),
