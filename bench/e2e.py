@@ -13,9 +13,10 @@ the run and stopped after it (so its metrics are the run's), at ``-v=2`` with cl
 1000 (the shipped 50/100 caps every configuration at ~52 pods/s and hides the extender):
 
 - stock: ``default-scheduler``, no extender;
-- noop: the do-nothing extender with the shipped stanza (filter, prioritize, preempt);
-- reprieve/<stanza>: reprieve with the shipped stanza (``full``) or with verbs left out
-  (``preempt``, ``filter+preempt``, ``prioritize+preempt``); the rest of the stanza as shipped.
+- noop: the do-nothing extender with every verb (filter, prioritize, preempt);
+- reprieve/<stanza>: reprieve with every verb (``full``) or with verbs left out (``preempt``,
+  ``filter+preempt``, the shipped stanza, ``prioritize+preempt``); the rest of the stanza as
+  shipped (with prioritize, ``weight: 1``).
 
 Workloads:
 
@@ -205,6 +206,8 @@ class BenchPlane(ControlPlane):
             stanza["urlPrefix"] = f"http://127.0.0.1:{port}"
             for verb in config.verbs:
                 stanza[f"{verb}Verb"] = verb
+            if "prioritize" in config.verbs:
+                stanza.setdefault("weight", 1)  # required with prioritizeVerb; the chart's default
             body["extenders"] = [stanza]
         path = self.work / f"sched-{config.label.replace('/', '-')}.yaml"
         path.write_text(yaml.safe_dump(body, sort_keys=False))
@@ -455,7 +458,7 @@ def _nodes_seen(plane: BenchPlane) -> int:
 def plan(args) -> list[tuple[str, str, list[Config]]]:
     """(workload, mode, configurations) in run order, per repetition."""
     every = configs(args.stanzas)
-    basic_few = configs(["full"])
+    basic_few = configs(["full", "filter+preempt"])
     out = []
     for item in args.runs:
         workload, mode, which = item.split(":")
@@ -616,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--runs",
         default="basic:before:all,basic:during:few,preemption:during:few",
-        help="WORKLOAD:MODE:all|few, comma-separated (few: stock, noop, reprieve/full); workloads basic, preemption; modes before, during",
+        help="WORKLOAD:MODE:all|few, comma-separated (few: stock, noop, reprieve/full, reprieve/filter+preempt); workloads basic, preemption; modes before, during",
     )
     parser.add_argument("--timeout", type=float, default=180, help="seconds a run may take to place its pods")
     parser.add_argument("--profile", metavar="PY-SPY", help="the py-spy binary: profile reprieve in extra runs")

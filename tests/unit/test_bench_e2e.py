@@ -61,6 +61,8 @@ def test_each_stanza_names_exactly_its_verbs(tmp_path):
         port = plane.reprieve_port if config.extender == "reprieve" else 12345
         assert stanza["urlPrefix"] == f"http://127.0.0.1:{port}"
         assert stanza["nodeCacheCapable"] is True  # the rest as shipped
+        if "prioritize" in config.verbs:  # kube-scheduler refuses a prioritizeVerb without a weight
+            assert stanza["weight"] >= 1, config
 
 
 def test_profile_summary_splits_samples_by_role():
