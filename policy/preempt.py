@@ -120,8 +120,12 @@ def decide(
             )
         return outcome
 
-    outcomes = _judge(view, preemptor, proposals, in_flight, evaluate, exhaustive)
+    outcomes, beaten = _judge(view, preemptor, proposals, in_flight, evaluate, exhaustive)
     _swap_on_offered(outcomes, evaluate)
+    if beaten:
+        winner = min((o for o in outcomes.values() if o.cost is not None), key=lambda o: (o.cost.key, o.node))
+        outcomes.update((name, _unsolved(name, floor, winner)) for floor, name in beaten)
+    outcomes = {name: outcomes[name] for name in sorted(proposals)}
     answer, reasons = _offer(proposals, outcomes)
     return PreemptDecision(answer=answer, outcomes=tuple(outcomes.values()), reasons=tuple(reasons))
 
@@ -133,12 +137,12 @@ def _judge(
     in_flight: Sequence[InFlight],
     evaluate: Callable[[str], NodeOutcome],
     exhaustive: bool,
-) -> dict[str, NodeOutcome]:
-    """Every candidate's outcome, by name. Nodes with a cheap lower bound on their cost
-    (policy.bounds) are solved best-first, and only while they can still beat or tie the
-    cheapest node solved so far; the others are outranked unsolved, their bound the reason.
-    The cheapest node and every exact tie with it are always solved, so the answer is the
-    one ``exhaustive`` (every node solved) gives."""
+) -> tuple[dict[str, NodeOutcome], list[tuple[tuple, str]]]:
+    """The outcomes of the candidates solved, by name, and (floor, name) of those left
+    unsolved. Nodes with a cheap lower bound on their cost (policy.bounds) are solved
+    best-first, and only while they can still beat or tie the cheapest node solved so far;
+    the others cannot win, their bound the reason. The cheapest node and every exact tie with
+    it are always solved, so the answer is the one ``exhaustive`` (every node solved) gives."""
     floors: list[tuple[tuple, str]] = []
     solved: dict[str, NodeOutcome] = {}
     floor_of = None if exhaustive else _floors(view, preemptor, in_flight)
@@ -153,14 +157,11 @@ def _judge(
     floors.sort()
     for i, (floor, name) in enumerate(floors):
         if best is not None and floor > best:
-            winner = min((o for o in solved.values() if o.cost is not None), key=lambda o: (o.cost.key, o.node))
-            for floor, name in floors[i:]:
-                solved[name] = _unsolved(name, floor, winner)
-            break
+            return solved, floors[i:]
         outcome = solved[name] = evaluate(name)
         if outcome.cost is not None and (best is None or outcome.cost.key < best):
             best = outcome.cost.key
-    return {name: solved[name] for name in sorted(proposals)}
+    return solved, []
 
 
 def _swap_on_offered(outcomes: dict[str, NodeOutcome], evaluate: Callable[..., NodeOutcome]) -> None:
@@ -175,7 +176,9 @@ def _swap_on_offered(outcomes: dict[str, NodeOutcome], evaluate: Callable[..., N
         return  # nothing is offered: the pod waits for pods already terminating
     ties = ranking.best({n: o.cost for n, o in outcomes.items() if o.cost is not None})
     if ties:
-        outcomes[ties[0]] = evaluate(ties[0], swap=True)
+        before, after = outcomes[ties[0]], evaluate(ties[0], swap=True)
+        if after.cost is not None and after.cost.key <= before.cost.key:  # never worse (the rules may refuse a swap)
+            outcomes[ties[0]] = after
 
 
 def _floors(

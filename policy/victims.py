@@ -78,7 +78,8 @@ def select_victims(
     that pass only on the node it offers, since it costs more than the rest together).
 
     The result is inclusion-minimal: a failed reprieve only gets harder as later pods are
-    added back, so no single victim could be spared.
+    added back, so no single victim could be spared (upstream's order, which also reprieves
+    terminating pods, has the victims that fit back once they are gone given back).
     """
     # Step 1.
     lower = [p for p in node.pods if p.priority < preemptor.priority]
@@ -165,8 +166,10 @@ def _attempt(
             )
     first = {p.uid for p in spare_first}
     terminating = [p for p in candidates if p.terminating]
+    within_shares = (lambda victims: not screen.shortfalls(victims)) if screen is not None else None
     victims, violations, reprieved, shielded, searched = _best_reprieve(
-        room, checked, live, leaving, _orders(live, terminating, budgets_of, first, checked), budgets_of, at_least, first, swap
+        room, checked, live, leaving, _orders(live, terminating, budgets_of, first, checked), budgets_of, at_least, first,
+        swap, within_shares,
     )
     # Law 2 over the whole set: if the reprieve takes too much from some queue, choose again,
     # least important first, skipping pods whose queue could not afford them.
@@ -233,8 +236,8 @@ def _orders(
     room for 2, PDB-protected first keeps a and loses b and c (1 violation), upstream's
     violators first keeps b and c and loses a (none); and when PDB-protected pods of low
     priority are kept first, pods of higher priority may go where one low-priority pod would
-    do. Where a budget must be violated, keeping its smallest pods first evicts the fewest of
-    them: one 8-cpu victim instead of four 2-cpu ones, one violation instead of four (and
+    do. Where a budget must be violated, keeping its pods first and the smallest first (then
+    the others, smallest first) evicts the fewest of them: one 8-cpu victim instead of four 2-cpu ones, one violation instead of four (and
     what policy.bounds proves the fewest possible, so that preempt can leave the other
     candidates unsolved). The last is upstream's own SelectVictimsOnNode (priority and start
     time, its violators first, terminating pods reprieved like the others), so that the
@@ -263,19 +266,25 @@ def _sizes(live: Sequence[Pod], checked: Sequence[str]) -> dict[str, float]:
     return {p.uid: max((p.requests.get(r, 0) / totals[r] for r in checked), default=0.0) for p in live}
 
 
-def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least, first, swap):
+def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least, first, swap, within_shares):
     """Reprieve in each order and keep the cheapest result by policy.ranking's key (ties:
     the earlier order); then look for a cheaper set (policy.exact): every set when the node
-    has few candidates, single swaps when it has many (and ``swap``). Terminating victims are named only if
-    in ``leaving``; a result that names less than ``at_least`` is not taken. Returns (victims
-    most important first, their violations, reprieved, the pods the winning order tried
-    first, how a search beat the orders or "")."""
+    has few candidates, single swaps when it has many (and ``swap``). Terminating victims are
+    named only if in ``leaving``; a result that names less than ``at_least`` is not taken, and
+    a searched set the rules refuse (``within_shares``, law 2) does not replace a greedy one
+    they accept. Returns (victims most important first, their violations, reprieved, the pods
+    the winning order tried first, how a search beat the orders or "")."""
     named = {p.uid for p in leaving}
     best = None
     tried = set()
     for key_of, shield, pool in orders:
         victims, reprieved = _reprieve(room, checked, pool, () if pool is not live else leaving, key_of)
         victims = most_important_first(p for p in victims if not p.terminating or p.uid in named)
+        if pool is not live:
+            # Upstream's order reprieves terminating pods too: their room is counted as used,
+            # so a live victim may not be needed once they are gone. Give those back.
+            victims, spared = _spare_unneeded(room, checked, live, victims)
+            reprieved += spared
         found = tuple(p.uid for p in victims)
         if found in tried or (at_least is not None and not _frees(victims, at_least, checked)):
             continue
@@ -292,10 +301,30 @@ def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least, f
         better, how = exact.improve(**common, victims=victims, key=key), "swapping victims beat every greedy order"
     else:
         better = None
+    if better is not None and within_shares is not None and not within_shares(better.victims) and within_shares(victims):
+        better = None  # cheaper, but it takes too much from some queue: the greedy set stands
     if better is None:
         return victims, violations, reprieved, shield, ""
     evicted = sum(not p.terminating for p in better.victims)
     return better.victims, better.violations, len(live) - evicted, frozenset(), how
+
+
+def _spare_unneeded(room, checked, live, victims) -> tuple[list[Pod], int]:
+    """``victims`` without the live ones that fit back in ``room`` beside the live pods kept,
+    most important first (inclusion-minimal), and how many were given back."""
+    gone = {p.uid for p in victims}
+    left = [room[r] - sum(p.requests.get(r, 0) for p in live if p.uid not in gone) for r in checked]
+    spared = set()
+    for pod in victims:  # most important first
+        if pod.terminating:
+            continue
+        needs = [pod.requests.get(r, 0) for r in checked]
+        if all(n <= free for n, free in zip(needs, left)):
+            left = [free - n for n, free in zip(needs, left)]
+            spared.add(pod.uid)
+    if not spared:
+        return victims, 0
+    return [p for p in victims if p.uid not in spared], len(spared)
 
 
 def _frees(victims: Sequence[Pod], at_least: Vector, checked: Sequence[str]) -> bool:

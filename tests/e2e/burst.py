@@ -279,7 +279,7 @@ def expect_burst(result: Result, *, exact: bool) -> None:
         assert result.distinct_victims == n, result.summary()
         assert result.preemptions == n, result.summary()
     else:
-        assert result.distinct_victims >= n and result.preemptions >= n, result.summary()
+        assert result.distinct_victims >= n, result.summary()
 
 
 def _admitted(kube: Kube, path: str, body: dict) -> bool:
