@@ -165,8 +165,9 @@ def _judge(
 
 
 def _swap_on_offered(outcomes: dict[str, NodeOutcome], evaluate: Callable[..., NodeOutcome]) -> None:
-    """Run policy.exact's swap pass on the node _offer will offer, and on no other. The pass
-    only ever lowers a node's cost, so that node stays the cheapest; on a node with many
+    """Run policy.exact's swap pass on the node _offer will offer, and on no other. Its result
+    is kept only if it costs no more (a swapped set the rules refuse falls back to a dearer
+    one), so that node stays the cheapest; on a node with many
     lower-priority pods it costs more than the rest of the node's selection, and running it on
     every candidate made a 500-candidate preemption several times slower. The price: a node
     whose greedy victims cost more than the offered node's, but whose swapped victims would
