@@ -31,9 +31,9 @@ import pytest
 
 from extender.commands import explain
 from extender.serving.app import create_app
-from extender.cli import main
 from extender.state.source import StaticCluster
 from extender.config import Settings
+from tests.contract import cli
 from tests.conftest import EXAMPLE, ROOT
 
 CHECKOUT = ROOT / "examples" / "pods" / "checkout-0.yaml"
@@ -43,15 +43,11 @@ DOCS = ROOT / "docs" / "explain.md"
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(["explain", *args])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return cli.run(capsys, "explain", *args)
 
 
 def report(capsys, *args: str) -> dict:
-    code, out, err = run(capsys, *args, "--output", "json")
-    assert code == 0, err
-    return json.loads(out)
+    return cli.report(capsys, "explain", *args)
 
 
 def names(victims) -> list[str]:
@@ -126,17 +122,6 @@ def test_json_is_stable_and_sorted(capsys):
     assert first == explain.as_json(json.loads(first)).decode() + "\n"
 
 
-def _keys(value, found: set[str]) -> set[str]:
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            found.add(key)
-            _keys(inner, found)
-    elif isinstance(value, list):
-        for inner in value:
-            _keys(inner, found)
-    return found
-
-
 def test_every_json_field_is_documented(capsys):
     docs = DOCS.read_text()
     found: set[str] = set()
@@ -145,7 +130,7 @@ def test_every_json_field_is_documented(capsys):
         ("--snapshot", str(EXAMPLE), "--request", str(REQUESTS / "preempt.json")),
         ("--snapshot", str(EXAMPLE), "--request", str(REQUESTS / "filter.json")),
     ):
-        _keys(report(capsys, *args), found)
+        found |= cli.json_keys(report(capsys, *args))
     missing = sorted(k for k in found if f"`{k}`" not in docs)
     assert not missing, f"not in docs/explain.md: {missing}"
 

@@ -14,7 +14,7 @@ import sys
 import pytest
 import yaml
 
-from extender.cli import main
+from tests.contract import cli
 from tests.conftest import ROOT
 
 WORKLOAD = ("--snapshot", "examples/workload/cluster.yaml", "--pods", "examples/workload/pending.yaml")
@@ -27,15 +27,11 @@ def at_root(monkeypatch):
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(["simulate", *args])
-    out, err = capsys.readouterr()
-    return code, out, err
+    return cli.run(capsys, "simulate", *args)
 
 
 def report(capsys, *args: str) -> dict:
-    code, out, err = run(capsys, *args, "--output", "json")
-    assert code == 0, err
-    return json.loads(out)
+    return cli.report(capsys, "simulate", *args)
 
 
 def test_shipped_workload_json_totals(capsys):
@@ -64,22 +60,11 @@ def test_json_is_stable_and_sorted(capsys):
     assert first == json.dumps(json.loads(first), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _keys(value, found: set[str]) -> set[str]:
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            found.add(key)
-            _keys(inner, found)
-    elif isinstance(value, list):
-        for inner in value:
-            _keys(inner, found)
-    return found
-
-
 def test_every_json_field_is_documented(capsys):
     docs = DOCS.read_text()
     found: set[str] = set()
     for args in (WORKLOAD, ("--generate", "12", "--seed", "3", "--replace")):
-        _keys(report(capsys, *args), found)
+        found |= cli.json_keys(report(capsys, *args))
     missing = sorted(k for k in found if f"`{k}`" not in docs)
     assert not missing, f"not in docs/simulate.md: {missing}"
 
