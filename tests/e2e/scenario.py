@@ -177,6 +177,17 @@ class Scenario:
         pod = self.get(name)
         return pod and (pod.get("status") or {}).get("nominatedNodeName")
 
+    def qos_tie(self, node: str) -> None:
+        """The QoS tie-break's setup: two priority-1 2-cpu pods on ``node``, a Burstable one
+        ("burstable") and a Guaranteed one a second younger ("guaranteed"), both running. Stock
+        preemption keeps the older pod (start time is its only tie-break) and evicts the
+        Guaranteed one; reprieve evicts the Burstable one."""
+        self.pod("burstable", cpu="2", limit_cpu="3", priority=1, node=node)
+        self.running("burstable")
+        time.sleep(1.1)  # startTime has one-second resolution
+        self.pod("guaranteed", cpu="2", qos="guaranteed", priority=1, node=node)
+        self.running("guaranteed")
+
     def running(self, name: str, *, timeout: float = 30) -> str:
         """Wait until the pod runs; returns its node."""
 

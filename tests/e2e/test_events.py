@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 from tests.e2e.client import wait_for
 from tests.e2e.events import described, describe_events, reprieve_events
@@ -13,11 +12,7 @@ def test_preemption_leaves_events_on_the_preemptor_and_its_victim(scenario, reco
     # Guaranteed one younger. Stock would evict it; reprieve evicts the Burstable one, and says so.
     ns = scenario.ns
     n1 = scenario.node("n1", cpu="4")
-    scenario.pod("burstable", cpu="2", limit_cpu="3", priority=1, node=n1)
-    scenario.running("burstable")
-    time.sleep(1.1)  # startTime has one-second resolution
-    scenario.pod("guaranteed", cpu="2", qos="guaranteed", priority=1, node=n1)
-    scenario.running("guaranteed")
+    scenario.qos_tie(n1)
     scenario.synced()
     victim_uid = scenario.get("burstable")["metadata"]["uid"]
     scenario.pod("preemptor", cpu="2", priority=10)

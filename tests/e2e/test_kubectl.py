@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -29,12 +28,9 @@ NOBODY = "e2e-unserved-scheduler"  # keeps the explained pod pending
 @pytest.fixture
 def staged(scenario):
     n1, n2 = scenario.node("n1", cpu="4"), scenario.node("n2", cpu="4")
-    scenario.pod("burstable", cpu="2", limit_cpu="3", priority=1, node=n1)
-    scenario.running("burstable")
-    time.sleep(1.1)  # startTime has one-second resolution
-    scenario.pod("guaranteed", cpu="2", qos="guaranteed", priority=1, node=n1)
+    scenario.qos_tie(n1)
     scenario.pod("protected", cpu="4", priority=1, node=n2, labels={"app": "db"})
-    scenario.running_all("guaranteed", "protected")
+    scenario.running("protected")
     scenario.pdb("db", match={"app": "db"}, min_available=1)
     scenario.pdb_ready("db", allowed=0, healthy=1)
     scenario.pod("urgent", cpu="2", priority=10, scheduler=NOBODY)

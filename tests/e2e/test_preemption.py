@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
@@ -35,11 +34,7 @@ def test_qos_tie_break_side_by_side(scenario, scheduler, evicted, kept):
     # preemptor needs 2. Stock preemption keeps the older pod (start time is its only
     # tie-break) and evicts the Guaranteed one; reprieve evicts the Burstable one.
     n1 = scenario.node("n1", cpu="4")
-    scenario.pod("burstable", cpu="2", limit_cpu="3", priority=1, node=n1)
-    scenario.running("burstable")
-    time.sleep(1.1)  # startTime has one-second resolution
-    scenario.pod("guaranteed", cpu="2", qos="guaranteed", priority=1, node=n1)
-    scenario.running("guaranteed")
+    scenario.qos_tie(n1)
     scenario.synced()
     scenario.pod("preemptor", cpu="2", priority=10, scheduler=scheduler)
     assert scenario.running("preemptor") == n1

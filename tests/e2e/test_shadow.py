@@ -73,11 +73,7 @@ def test_shadow_preemption_is_stock_and_the_disagreement_is_counted(scenario: Sc
     # test_preemption's QoS tie-break: two equal-priority 2-cpu pods fill a 4-cpu node, the
     # Guaranteed one younger. Stock evicts the Guaranteed pod; reprieve would evict the Burstable one.
     n1 = scenario.node("n1", cpu="4")
-    scenario.pod("burstable", cpu="2", limit_cpu="3", priority=1, node=n1)
-    scenario.running("burstable")
-    time.sleep(1.1)  # startTime has one-second resolution
-    scenario.pod("guaranteed", cpu="2", qos="guaranteed", priority=1, node=n1)
-    scenario.running("guaranteed")
+    scenario.qos_tie(n1)
     scenario.synced(port=shadow.port)
     before = shadow.metric("reprieve_disagreements_total", verb="preempt", mode="shadow")
 

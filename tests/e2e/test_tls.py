@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import ssl
-import time
 import urllib.error
 
 import pytest
@@ -67,11 +66,7 @@ def test_the_scheduler_gets_reprieves_preemption_over_mutual_tls(scenario: Scena
     # Guaranteed one younger. Stock would evict the Guaranteed pod; reprieve evicts the Burstable
     # one, so the outcome shows that the scheduler used reprieve's answer, which only TLS carried.
     n1 = scenario.node("n1", cpu="4")
-    scenario.pod("burstable", cpu="2", limit_cpu="3", priority=1, node=n1)
-    scenario.running("burstable")
-    time.sleep(1.1)  # startTime has one-second resolution
-    scenario.pod("guaranteed", cpu="2", qos="guaranteed", priority=1, node=n1)
-    scenario.running("guaranteed")
+    scenario.qos_tie(n1)
     scenario.synced(port=tls.plain_port)
 
     scenario.pod("preemptor", cpu="2", priority=10, scheduler=TLS_SCHEDULER)
