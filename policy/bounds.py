@@ -14,7 +14,14 @@ view and priority level) follow, each a floor for one criterion of policy.rankin
   violating victim adds at most the next largest covered pod;
 * the most important victim's priority: the lowest level whose pods (and those below) can
   free ``need`` together;
-* the number of victims: the fewest pods, largest first, that free ``need``.
+* the number of victims: the fewest pods, largest first, that free ``need``;
+* the Guaranteed (Burstable) victims: that many victims, less the pods of the other classes;
+* the start of the most important victims, given that their priority is the bound's: at
+  least ``m`` victims have it (the victim bound less the pods below it), so the earliest of
+  them started no later than the ``m``-th latest start at that priority.
+
+On identical nodes these make the bound equal to the cost, so that preempt solves one node
+and proves the others no better (policy.preempt, ties going to the first name).
 """
 
 from __future__ import annotations
@@ -23,23 +30,40 @@ import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from policy import ranking, resources
 from policy.model import Pod
 from policy.pdb import _spent_on
+from policy.qos import QoS
 from policy.view import BUDGETS, ClusterView, NodeInfo
 
 # No victim set makes room: the node would be dropped (compares above every key).
 NO_ROOM: tuple = (math.inf,)
+# Room without any live victim: nothing to pay (and, where pods are terminating, perhaps no
+# need to preempt at all: policy.preempt always solves such a node).
+FREE = ranking.floor(violations=0, top=-math.inf, guaranteed=0, burstable=0, victims=0, lowest=0, start=-math.inf)
+
+
+class Level(NamedTuple):
+    """One priority level of the live pods below the preemptor's."""
+
+    priority: int
+    sums: dict[str, int]  # what the pods at or below it request together
+    under: int  # how many pods are below it
+    starts: tuple[float, ...]  # its pods' start times, latest first (unknown: math.inf)
 
 
 @dataclass(frozen=True, slots=True)
 class Below:
     """The live pods of a node below one priority, summarised for lower bounds."""
 
-    live: dict[str, int]  # their requests together
-    # Ascending priority levels, each with what the pods at or below it request together.
-    levels: tuple[tuple[int, dict[str, int]], ...]
+    # Per resource: (what the node lacks for nothing more with them all gone subtracted, i.e.
+    # their requests + those of the pods that stay - allocatable; their requests together).
+    room: dict[str, tuple[int, int]]
+    levels: tuple[Level, ...]  # ascending priority
+    not_guaranteed: int  # how many of them are not Guaranteed
+    not_burstable: int  # how many are not Burstable
     spared: dict[str, int]  # the most they free without violating a budget, per resource
     covered: dict[str, tuple[int, ...]]  # running sums of budget-covered pods' requests, largest first
     largest: dict[str, tuple[int, ...]]  # running sums of all their requests, largest first
@@ -56,7 +80,8 @@ def _summarise(view: ClusterView, info: NodeInfo, priority: int) -> Below:
     live = sorted((p for p in info.pods if p.priority < priority and not p.terminating), key=lambda p: p.priority)
     budgets_of = view.budgets_covering
     total: dict[str, int] = {}
-    levels: list[tuple[int, dict[str, int]]] = []
+    levels: list[Level] = []
+    first = 0  # index of the first pod at the current level
     sizes: dict[str, list[int]] = {}
     covered: dict[str, list[int]] = {}
     spared: dict[str, int] = {}
@@ -73,15 +98,22 @@ def _summarise(view: ClusterView, info: NodeInfo, priority: int) -> Below:
         for b in budgets:
             members.setdefault(b.key, (b.disruptions_allowed, []))[1].append(pod)
         if i + 1 == len(live) or live[i + 1].priority != pod.priority:
-            levels.append((pod.priority, dict(total)))
+            starts = sorted((math.inf if p.start_time is None else p.start_time for p in live[first : i + 1]), reverse=True)
+            levels.append(Level(pod.priority, dict(total), first, tuple(starts)))
+            first = i + 1
     for allowed, pods in members.values():
         if allowed <= 0:
             continue
         for r in {r for p in pods for r in p.requests}:
             spared[r] = spared.get(r, 0) + sum(sorted((p.requests.get(r, 0) for p in pods), reverse=True)[:allowed])
+    kept = info.requested_at_or_above(priority)
+    alloc = info.node.allocatable
+    room = {r: (total.get(r, 0) + kept.get(r, 0) - alloc.get(r, 0), total.get(r, 0)) for r in {*total, *kept, *alloc}}
     return Below(
-        live=total,
+        room=room,
         levels=tuple(levels),
+        not_guaranteed=sum(p.qos != QoS.GUARANTEED for p in live),
+        not_burstable=sum(p.qos != QoS.BURSTABLE for p in live),
         spared=spared,
         covered={r: _running(vs) for r, vs in covered.items()},
         largest={r: _running(vs) for r, vs in sizes.items()},
@@ -111,28 +143,37 @@ class Floors:
         ``info`` (its screen, ``nameable`` and ``at_least`` only make them cost more), or
         NO_ROOM when even every lower-priority pod gone leaves too little room."""
         summary: Below = self._below(info.name)
-        alloc = info.node.allocatable
-        kept = info.requested_at_or_above(self._priority)
         held = resources.add(*(p.requests for p in reservations)) if reservations else resources.EMPTY
         need: dict[str, int] = {}
-        live_sums = summary.live
+        room = summary.room
         for r, asked in self._asked:
-            live = live_sums.get(r, 0)
-            short = live + kept.get(r, 0) + held.get(r, 0) + asked - alloc.get(r, 0)
+            over, live = room.get(r, (0, 0))
+            short = over + held.get(r, 0) + asked
             if short > live:
                 return NO_ROOM
             if short > 0:
                 need[r] = short
         if not need:
-            return ranking.floor(violations=0, top=-math.inf, victims=0, lowest=0)
+            return FREE
         violations = victims = 0
         for r, amount in need.items():
             victims = max(victims, bisect.bisect_left(summary.largest[r], amount))
             rest = amount - summary.spared.get(r, 0)
             if rest > 0:
                 violations = max(violations, bisect.bisect_left(summary.covered[r], rest))
-        top = next(p for p, sums in summary.levels if all(sums.get(r, 0) >= v for r, v in need.items()))
-        return ranking.floor(violations=violations, top=top, victims=victims, lowest=summary.levels[0][0])
+        for top in summary.levels:
+            if all(top.sums.get(r, 0) >= v for r, v in need.items()):
+                break
+        at_top = max(1, victims - top.under)  # victims at the top priority, if it is the bound's
+        return ranking.floor(
+            violations=violations,
+            top=top.priority,
+            guaranteed=max(0, victims - summary.not_guaranteed),
+            burstable=max(0, victims - summary.not_burstable),
+            victims=victims,
+            lowest=summary.levels[0].priority,
+            start=-top.starts[min(at_top, len(top.starts)) - 1],
+        )
 
 
 def floor(view: ClusterView, info: NodeInfo, preemptor: Pod, reservations: Sequence[Pod]) -> tuple:

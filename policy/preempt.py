@@ -140,9 +140,11 @@ def _judge(
 ) -> tuple[dict[str, NodeOutcome], list[tuple[tuple, str]]]:
     """The outcomes of the candidates solved, by name, and (floor, name) of those left
     unsolved. Nodes with a cheap lower bound on their cost (policy.bounds) are solved
-    best-first, and only while they can still beat or tie the cheapest node solved so far;
-    the others cannot win, their bound the reason. The cheapest node and every exact tie with
-    it are always solved, so the answer is the one ``exhaustive`` (every node solved) gives."""
+    best-first, and only while they can still win: a node is left unsolved when its bound is
+    above the cheapest cost solved so far, or equal to it with a name that sorts after that
+    node's (exact ties go to the first name), unless it needs no live victim. The node offered is always solved, so the answer
+    is the one ``exhaustive`` (every node solved) gives; only exact ties of it may be left
+    unsolved (on identical nodes, all of them)."""
     floors: list[tuple[tuple, str]] = []
     solved: dict[str, NodeOutcome] = {}
     floor_of = None if exhaustive else _floors(view, preemptor, in_flight)
@@ -152,15 +154,16 @@ def _judge(
             solved[name] = evaluate(name)  # cheap or exceptional: solved at once
         else:
             floors.append((floor, name))
-    costs = [o.cost.key for o in solved.values() if o.cost is not None]
-    best = min(costs, default=None)
+    best = min(((o.cost.key, n) for n, o in solved.items() if o.cost is not None), default=None)
     floors.sort()
     for i, (floor, name) in enumerate(floors):
-        if best is not None and floor > best:
+        # A node that needs no live victim may be one where the pod only waits for pods
+        # already terminating (Cause.LEAVING), which overrides every cost: always solved.
+        if best is not None and (floor, name) > best and floor is not bounds.FREE:
             return solved, floors[i:]
         outcome = solved[name] = evaluate(name)
-        if outcome.cost is not None and (best is None or outcome.cost.key < best):
-            best = outcome.cost.key
+        if outcome.cost is not None and (best is None or (outcome.cost.key, name) < best):
+            best = (outcome.cost.key, name)
     return solved, []
 
 
@@ -207,18 +210,14 @@ def _floors(
 
 
 def _unsolved(name: str, floor: tuple, winner: NodeOutcome) -> NodeOutcome:
-    """A node not solved: even its lower bound costs more than ``winner``'s victims."""
-    step = next(i for i, (a, b) in enumerate(zip(floor, winner.cost.key)) if a != b)
-    here = ranking.Cost(floor)._show(step)
-    return NodeOutcome(
-        name,
-        Verdict.OUTRANKED,
-        Cause.NOT_SOLVED,
-        reasons=(
-            f"not solved: cannot beat {winner.node}: {ranking.CRITERIA[step]} at least {here} here "
-            f"vs {winner.cost._show(step)}",
-        ),
-    )
+    """A node not solved: even its lower bound costs more than ``winner``'s victims, or as
+    much, and ``winner``'s name sorts first."""
+    step = next((i for i, (a, b) in enumerate(zip(floor, winner.cost.key)) if a != b), None)
+    if step is None:
+        why = f"at best ties with {winner.node}, which sorts first"
+    else:
+        why = f"{ranking.CRITERIA[step]} at least {ranking.Cost(floor)._show(step)} here vs {winner.cost._show(step)}"
+    return NodeOutcome(name, Verdict.OUTRANKED, Cause.NOT_SOLVED, reasons=(f"not solved: cannot beat {winner.node}: {why}",))
 
 
 def _offer(proposals: Mapping[str, Proposal], outcomes: dict[str, NodeOutcome]) -> tuple[dict[str, Proposal], list[str]]:

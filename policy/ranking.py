@@ -100,15 +100,19 @@ def cost(victims: Sequence[Pod], violations: Violations, opted_out: int = 0) -> 
     )
 
 
-def floor(*, violations: int, top: float, victims: int, lowest: float) -> tuple:
+def floor(
+    *, violations: int, top: float, guaranteed: int, burstable: int, victims: int, lowest: float, start: float
+) -> tuple:
     """A lower bound on ``cost(...).key`` for a node, from bounds on its violations, its most
-    important victim's priority, its number of live victims and the lowest priority a victim
-    can have (policy.bounds). It MUST stay a componentwise lower bound of the key above, every
-    element no more than the key's (so also lexicographically no more): policy.preempt skips
-    the exact victim search on nodes whose floor is above the best cost found. When a criterion
-    is added to the key, add its bound here, or -math.inf if it has none."""
+    important victim's priority, its Guaranteed, Burstable and live victims, the lowest
+    priority a victim can have, and the start criterion (policy.bounds). It MUST stay a lower
+    bound of the key criterion by criterion, except the start criterion, which needs to hold
+    only where the key's priority of the most important victim equals ``top`` (where it does
+    not, the key is already above the floor before the start): policy.preempt skips the exact
+    victim search on nodes whose floor is above the best cost found. When a criterion is added
+    to the key, add its bound here, or -math.inf if it has none."""
     shifted = victims * (lowest + _SHIFT) if victims else 0
-    return (0, violations, top, 0, 0, shifted, victims, -math.inf)
+    return (0, violations, top, guaranteed, burstable, shifted, victims, start)
 
 
 def best(costs: dict[str, Cost]) -> tuple[str, ...]:
