@@ -43,7 +43,7 @@ gone from reprieve's store (the pod's whole life, watches included). While stock
 do-nothing extender schedules, reprieve's CPU is its watch cost alone.
 
 ``--profile PY-SPY`` adds, before the measured runs, one unmeasured run per listed configuration
-with py-spy sampling reprieve's worker (``--nonblocking``), and prints where its CPU went by
+(of ``--profile-run``, basic:before unless told) with py-spy sampling reprieve's worker (``--nonblocking``), and prints where its CPU went by
 thread role and by function.
 """
 
@@ -501,7 +501,7 @@ def run_all(args) -> tuple[list[Result], dict[str, str]]:
 
 
 def profile_run(plane: BenchPlane, args, config: Config, nodes: list[str]) -> str:
-    """One unmeasured basic/before run with py-spy on reprieve's worker; returns the summary."""
+    """One unmeasured run (--profile-run) with py-spy on reprieve's worker; returns the summary."""
     # reprieve serves from one process (extender/serving/server.py); a child, if any, is a worker.
     worker = (children(plane.pid("reprieve")) or [plane.pid("reprieve")])[0]
     out = plane.work / f"profile-{config.label.replace('/', '-')}.txt"
@@ -511,7 +511,8 @@ def profile_run(plane: BenchPlane, args, config: Config, nodes: list[str]) -> st
     )
     time.sleep(1)
     try:
-        result = run_one(plane, config, "basic", "before", nodes, args.pods, args.timeout)
+        workload, mode = args.profile_run.split(":")
+        result = run_one(plane, config, workload, mode, nodes, args.pods, args.timeout)
     finally:
         spy.send_signal(signal.SIGINT)
         spy.wait(timeout=60)
@@ -624,6 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=180, help="seconds a run may take to place its pods")
     parser.add_argument("--profile", metavar="PY-SPY", help="the py-spy binary: profile reprieve in extra runs")
     parser.add_argument("--profile-configs", default="reprieve/full", help="configurations to profile")
+    parser.add_argument("--profile-run", default="basic:before", help="WORKLOAD:MODE of the profiled runs")
     parser.add_argument("--keep", metavar="DIR", help="copy the components' logs and py-spy's raw stacks here")
     parser.add_argument("--verbose", action="store_true", help="print how long each phase of a run took")
     args = parser.parse_args(argv)
@@ -651,7 +653,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(table(results))
     for label, summary in profiles.items():
-        print(f"\n**py-spy, reprieve's worker, basic workload created before {label} starts**\n\n{summary}")
+        print(f"\n**py-spy, reprieve's worker, {args.profile_run} run of {label}**\n\n{summary}")
     return 0
 
 

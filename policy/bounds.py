@@ -135,14 +135,17 @@ class Floors:
     def __init__(self, view: ClusterView, preemptor: Pod) -> None:
         priority = preemptor.priority
         self._below = view.summary((BUDGETS, "below", priority), lambda node, _: _summarise(view, node, priority))
+        self._view = view
         self._priority = priority
         self._asked = tuple((r, preemptor.requests[r]) for r in resources.checked_resources(preemptor.requests))
 
-    def __call__(self, info: NodeInfo, reservations: Sequence[Pod]) -> tuple:
+    def __call__(self, info: NodeInfo, reservations: Sequence[Pod], *, kept_with_view: bool = True) -> tuple:
         """A lower bound on policy.ranking's key for any victims select_victims may pick on
         ``info`` (its screen, ``nameable`` and ``at_least`` only make them cost more), or
-        NO_ROOM when even every lower-priority pod gone leaves too little room."""
-        summary: Below = self._below(info.name)
+        NO_ROOM when even every lower-priority pod gone leaves too little room. ``info`` is a
+        node of the view, or (``kept_with_view=False``) one built for this request, whose
+        summary is then computed afresh."""
+        summary: Below = self._below(info.name) if kept_with_view else _summarise(self._view, info, self._priority)
         held = resources.add(*(p.requests for p in reservations)) if reservations else resources.EMPTY
         need: dict[str, int] = {}
         room = summary.room

@@ -189,8 +189,9 @@ def _floors(
     view: ClusterView, preemptor: Pod, in_flight: Sequence[InFlight]
 ) -> Callable[[str, Proposal], tuple | None]:
     """(node name, proposal) -> policy.bounds' floor for a node _evaluate would run
-    select_victims on as the view shows it, else None (unknown, kept scheduler victims, or
-    changed by answers in flight). Built once per request: 500 candidates each ask."""
+    select_victims on, as the view shows it or as answers in flight will leave it
+    (_as_it_will_be), else None (unknown, or kept scheduler victims). Built once per request:
+    500 candidates each ask."""
     floor = bounds.Floors(view, preemptor)
     changed = {f.node for f in in_flight if _holds_against(f, preemptor)}
     blockers = view.summary(("anti-affinity",), _anti_affinity)  # _unmodelled
@@ -198,13 +199,17 @@ def _floors(
 
     def floor_of(name: str, proposal: Proposal) -> tuple | None:
         node = nodes.get(name)
-        if node is None or preemptor.unmodelled or name in changed or blockers(name):
+        if node is None or preemptor.unmodelled or blockers(name):
             return None
         for uid in proposal.uids:
             pod = pods.get(uid)
             if pod is None or pod.node_name != name:
                 return None  # a victim unknown on this node: passed through
-        return floor(node, view.reservations(name, pod=preemptor) if name in nominated else ())
+        reservations = view.reservations(name, pod=preemptor) if name in nominated else ()
+        if name in changed:
+            later, reservations = _as_it_will_be(view, node, reservations, preemptor, in_flight)
+            return floor(later, reservations, kept_with_view=later is node)
+        return floor(node, reservations)
 
     return floor_of
 

@@ -207,11 +207,18 @@ def pick(costs: Mapping[str, Cost]) -> Pick:
     ordered = sorted(costs, key=lambda n: (costs[n].key, n))
     best = costs[ordered[0]]
     tied = tuple(n for n in ordered if costs[n].key == best.key)
-    ranks = {n: 1 + sum(c.key < costs[n].key for c in costs.values()) for n in costs}
+    ranks: dict[str, int] = {}  # 1 + how many nodes cost strictly less
+    for i, n in enumerate(ordered):
+        ranks[n] = ranks[ordered[i - 1]] if i and costs[n].key == costs[ordered[i - 1]].key else i + 1
     reasons = {n: f"not chosen: {costs[n].versus(best)} on {tied[0]}" for n in ordered[len(tied):]}
     for n in tied:
         reasons[n] = _why_chosen(best, [costs[m] for m in ordered[len(tied):]], tied)
     return Pick(tied[0], tied, dict(costs), ranks, reasons)
+
+
+def first(costs: Mapping[str, Cost]) -> str | None:
+    """``pick(costs).chosen`` without the ranks and reasons."""
+    return min(costs, key=lambda n: (costs[n].key, n), default=None)
 
 
 def _why_chosen(best: Cost, others: Iterable[Cost], tied: tuple[str, ...]) -> str:

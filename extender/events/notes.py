@@ -35,7 +35,8 @@ class Answer:
     victims: tuple[Pod, ...]  # reprieve's, most important first
     violations: int
     reasons: tuple[str, ...]  # the chosen node's (policy.victims), or why nothing was offered
-    others: tuple[str, ...]  # "not node-b: PDB violations 1 there vs 0 on node-a", for the other candidates
+    others: tuple[str, ...]  # "not node-b: PDB violations 1 there vs 0 on node-a", for the first other candidates
+    more_others: int  # how many other candidates ``others`` leaves out
     proposed: Mapping[str, tuple[Pod | str, ...]]  # the scheduler's victims by node (a UID reprieve does not know)
     stock_node: str | None  # where stock preemption goes among the scheduler's proposals
     stayed: tuple[Pod, ...]  # lower-priority pods on reprieve's node that stay, most important first
@@ -54,8 +55,12 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
         if pods and all(isinstance(p, Pod) for p in pods)
     }
     others = []
+    more = 0  # the notes name _LIST other candidates, and count the rest
     for o in decision.outcomes:
         if chosen is not None and o.node == chosen.node or not o.reasons:
+            continue
+        if len(others) == _LIST:
+            more += 1
             continue
         why = o.reasons[-1] if o.verdict is Verdict.OUTRANKED else o.reasons[0]
         why = why.removeprefix("not chosen: ").removeprefix("not offered: ").replace(" here vs ", " there vs ")
@@ -78,8 +83,9 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
         violations=chosen.violations.count if chosen else 0,
         reasons=chosen.reasons if chosen else decision.reasons,
         others=tuple(others),
+        more_others=more,
         proposed=proposed,
-        stock_node=stock.pick(costs).chosen,
+        stock_node=stock.first(costs),
         stayed=stayed,
         budgets={uid: keys for uid, keys in budgets.items() if keys},
     )
@@ -167,8 +173,7 @@ def _names(keys: Sequence[str]) -> str:
 def _others(a: Answer) -> str:
     if not a.others:
         return ""
-    more = len(a.others) - _LIST
-    text = "; ".join(a.others[:_LIST]) + (f"; and {more} more node(s)" if more > 0 else "")
+    text = "; ".join(a.others) + (f"; and {a.more_others} more node(s)" if a.more_others else "")
     return f" {text[0].upper()}{text[1:]}."
 
 

@@ -24,12 +24,14 @@ _INT64 = range(-(2**63), 2**64)  # what orjson writes as a number
 def bounded(value):
     """``value`` with every string, list and map cut to the limits above."""
     kind = type(value)
+    if kind is str and len(value) <= LOG_STRING_CHARS or value is None or kind is bool or kind is float:
+        return value  # the common case, first: a preempt line holds thousands of short strings
     if kind is str:
         if len(value) <= LOG_STRING_CHARS:
             return value
         return f"{value[:LOG_STRING_CHARS]}... ({len(value) - LOG_STRING_CHARS} more characters)"
     if kind is dict:
-        out = {bounded(k) if type(k) is str else k: bounded(v) for k, v in islice(value.items(), LOG_ITEMS)}
+        out = {k if type(k) is not str or len(k) <= LOG_STRING_CHARS else bounded(k): bounded(v) for k, v in islice(value.items(), LOG_ITEMS)}
         if len(value) > LOG_ITEMS:
             out["..."] = f"{len(value) - LOG_ITEMS} more entries"
         return out

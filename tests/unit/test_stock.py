@@ -300,6 +300,15 @@ def test_pick_one_node(candidates, tied, decided_by):
     for loser in set(candidates) - set(tied):
         assert result.ranks[loser] == 2
         assert result.reasons[loser].startswith(f"not chosen: {decided_by}")
+    assert stock.first(result.costs) == result.chosen
+
+
+def test_ranks_count_the_nodes_strictly_cheaper():
+    costs = {
+        n: stock.cost([pod(n, priority=p)], 0)
+        for n, p in {"d": 3, "a": 1, "c": 2, "b": 1, "e": 3, "f": 4}.items()
+    }
+    assert stock.pick(costs).ranks == {"a": 1, "b": 1, "c": 3, "d": 4, "e": 4, "f": 6}
 
 
 def test_decide_dry_runs_every_node_and_proposes_what_the_scheduler_sends():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from extender.config import Events, Mode, Settings
+from extender.events import notes
 from extender.events.witness import Witness
 from extender.serving.app import create_app
 from extender.state.ledger import IN_FLIGHT_SECONDS
@@ -222,3 +223,19 @@ def test_the_preempt_verb_hands_its_answer_to_the_witness(example_view):
         "On node-a: 0 PDB violations; evicts the Burstable batch/report-1, not the Guaranteed batch/report-2 "
         "stock would have taken. Not node-b: not solved: cannot beat node-a: PDB violations at least 1 there vs 0."
     )
+
+
+def test_the_preemptor_note_names_three_other_candidates_and_counts_the_rest():
+    # Six candidates, each with one 2-cpu victim; n0's is the youngest, so n0 is offered.
+    names = [f"n{i}" for i in range(6)]
+    victims = [pod(f"v{i}", node=n, cpu=2, priority=1, start=100 - i if i else 500) for i, n in enumerate(names)]
+    preemptor = pod("checkout", ns="shop", cpu=2, priority=10)
+    v = view([node(n, cpu=2) for n in names], [*victims, preemptor])
+    proposals = {n: Proposal((p.uid,), 0) for n, p in zip(names, victims)}
+    decision = decide(view=v, preemptor=preemptor, proposals=proposals, exhaustive=True)
+    assert list(decision.answer) == ["n0"]
+    answer = notes.capture(v, preemptor, proposals, decision)
+    assert answer.stock_node == "n0"  # the youngest victim: upstream's last criterion too
+    text = notes.preemptor_note(answer)
+    assert [n for n in names[1:] if f"Not {n}:" in text or f"not {n}:" in text] == ["n1", "n2", "n3"]
+    assert text.endswith("and 2 more node(s).")
