@@ -40,6 +40,7 @@ from policy.view import BUDGETS, ClusterView, NodeInfo
 
 # No victim set makes room: the node would be dropped (compares above every key).
 NO_ROOM: tuple = (math.inf,)
+_NOTHING = (0, 0)  # the room of a resource neither the node nor its pods name
 # Room without any live victim: nothing to pay (and, where pods are terminating, perhaps no
 # need to preempt at all: policy.preempt always solves such a node).
 FREE = ranking.floor(violations=0, top=-math.inf, guaranteed=0, burstable=0, victims=0, lowest=0, start=-math.inf)
@@ -62,6 +63,7 @@ class Below:
     # their requests + those of the pods that stay - allocatable; their requests together).
     room: dict[str, tuple[int, int]]
     levels: tuple[Level, ...]  # ascending priority
+    level_sums: dict[str, tuple[int, ...]]  # per resource, the levels' sums (ascending, as levels are)
     not_guaranteed: int  # how many of them are not Guaranteed
     not_burstable: int  # how many are not Burstable
     spared: dict[str, int]  # the most they free without violating a budget, per resource
@@ -112,6 +114,7 @@ def _summarise(view: ClusterView, info: NodeInfo, priority: int) -> Below:
     return Below(
         room=room,
         levels=tuple(levels),
+        level_sums={r: tuple(level.sums.get(r, 0) for level in levels) for r in total},
         not_guaranteed=sum(p.qos != QoS.GUARANTEED for p in live),
         not_burstable=sum(p.qos != QoS.BURSTABLE for p in live),
         spared=spared,
@@ -150,23 +153,24 @@ class Floors:
         need: dict[str, int] = {}
         room = summary.room
         for r, asked in self._asked:
-            over, live = room.get(r, (0, 0))
-            short = over + held.get(r, 0) + asked
+            over, live = room.get(r, _NOTHING)
+            short = over + held.get(r, 0) + asked if held else over + asked
             if short > live:
                 return NO_ROOM
             if short > 0:
                 need[r] = short
         if not need:
             return FREE
-        violations = victims = 0
+        violations = victims = level = 0
+        bisect_left = bisect.bisect_left
         for r, amount in need.items():
-            victims = max(victims, bisect.bisect_left(summary.largest[r], amount))
+            # A resource needed is one the pods below request (short <= live), so it has sums.
+            victims = max(victims, bisect_left(summary.largest[r], amount))
             rest = amount - summary.spared.get(r, 0)
-            if rest > 0:
-                violations = max(violations, bisect.bisect_left(summary.covered[r], rest))
-        for top in summary.levels:
-            if all(top.sums.get(r, 0) >= v for r, v in need.items()):
-                break
+            if rest > 0:  # then budget-covered pods request it: covered[r] exists
+                violations = max(violations, bisect_left(summary.covered[r], rest))
+            level = max(level, bisect_left(summary.level_sums[r], amount))
+        top = summary.levels[level]
         at_top = max(1, victims - top.under)  # victims at the top priority, if it is the bound's
         return ranking.floor(
             violations=violations,

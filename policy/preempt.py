@@ -6,6 +6,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from policy import bounds, ranking, resources, tenancy
 from policy.causes import Cause, Refusal
@@ -17,9 +18,9 @@ from policy.victims import NodeRejected, select_victims
 from policy.view import ClusterView, NodeInfo
 
 
-@dataclass(frozen=True, slots=True)
-class Proposal:
-    """A candidate node's victims as the scheduler proposes them (or as reprieve answers)."""
+class Proposal(NamedTuple):
+    """A candidate node's victims as the scheduler proposes them (or as reprieve answers); a
+    named tuple, as up to 500 are read per request."""
 
     uids: tuple[str, ...]
     num_pdb_violations: int
@@ -124,7 +125,8 @@ def decide(
     _swap_on_offered(outcomes, evaluate)
     if beaten:
         winner = min((o for o in outcomes.values() if o.cost is not None), key=lambda o: (o.cost.key, o.node))
-        outcomes.update((name, _unsolved(name, floor, winner)) for floor, name in beaten)
+        unsolved = _unsolved(winner)
+        outcomes.update((name, unsolved(name, floor)) for floor, name in beaten)
     outcomes = {name: outcomes[name] for name in sorted(proposals)}
     answer, reasons = _offer(proposals, outcomes)
     return PreemptDecision(answer=answer, outcomes=tuple(outcomes.values()), reasons=tuple(reasons))
@@ -214,15 +216,25 @@ def _floors(
     return floor_of
 
 
-def _unsolved(name: str, floor: tuple, winner: NodeOutcome) -> NodeOutcome:
-    """A node not solved: even its lower bound costs more than ``winner``'s victims, or as
-    much, and ``winner``'s name sorts first."""
-    step = next((i for i, (a, b) in enumerate(zip(floor, winner.cost.key)) if a != b), None)
-    if step is None:
-        why = f"at best ties with {winner.node}, which sorts first"
-    else:
-        why = f"{ranking.CRITERIA[step]} at least {ranking.Cost(floor)._show(step)} here vs {winner.cost._show(step)}"
-    return NodeOutcome(name, Verdict.OUTRANKED, Cause.NOT_SOLVED, reasons=(f"not solved: cannot beat {winner.node}: {why}",))
+def _unsolved(winner: NodeOutcome) -> Callable[[str, tuple], NodeOutcome]:
+    """(name, floor) -> the outcome of a node not solved: even its lower bound costs more than
+    ``winner``'s victims, or as much, and ``winner``'s name sorts first. Up to 500 per request,
+    their bounds alike on this criterion: each reason is written once."""
+    written: dict[tuple, str] = {}
+
+    def outcome(name: str, floor: tuple) -> NodeOutcome:
+        step = next((i for i, (a, b) in enumerate(zip(floor, winner.cost.key)) if a != b), None)
+        here = None if step is None else floor[step : step + 2]  # the sum shows with the count after it
+        reason = written.get((step, here))
+        if reason is None:
+            if step is None:
+                why = f"at best ties with {winner.node}, which sorts first"
+            else:
+                why = f"{ranking.CRITERIA[step]} at least {ranking.Cost(floor)._show(step)} here vs {winner.cost._show(step)}"
+            reason = written[(step, here)] = f"not solved: cannot beat {winner.node}: {why}"
+        return NodeOutcome(name, Verdict.OUTRANKED, Cause.NOT_SOLVED, reasons=(reason,))
+
+    return outcome
 
 
 def _offer(proposals: Mapping[str, Proposal], outcomes: dict[str, NodeOutcome]) -> tuple[dict[str, Proposal], list[str]]:

@@ -65,26 +65,30 @@ def score_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> tu
     table = view.summary(("free", tuple(considered)), _free)
     nominated = view.nominated
     # Nodes with the same free room score the same: computed once per distinct row.
-    plain: dict[tuple, tuple[float, int]] = {}
+    plain: dict[tuple, tuple[int, float]] = {}  # row -> (score without siblings here, room)
     scores = []
+    add = scores.append
     for name in node_names:
         row = table(name)
         if row is None:
-            scores.append(NodeScore(name, 0))
+            add(NodeScore(name, 0))
             continue
         holders = view.reservations(name, pod=pod) if name in nominated else ()
         if holders:
             held = resources.add(*(h.requests for h in holders))
             room = _room(row, tuple(a + held.get(r, 0) for r, a in zip(considered, asked)))
+            score = math.floor(9 * room) + 1
         else:
-            room = plain.get(row)
-            if room is None:
-                room = plain[row] = _room(row, asked)
-        siblings = siblings_on.get(name)
+            known = plain.get(row)
+            if known is None:
+                room = _room(row, asked)
+                known = plain[row] = (math.floor(9 * room) + 1, room)
+            score, room = known
+        siblings = siblings_on.get(name) if siblings_on else None
         if siblings:
-            scores.append(NodeScore(name, math.floor(9 * room), room, len(holders), tuple(siblings)))
+            add(NodeScore(name, score - 1, room, len(holders), tuple(siblings)))
         else:
-            scores.append(NodeScore(name, math.floor(9 * room) + 1, room, len(holders)))
+            add(NodeScore(name, score, room, len(holders)))
     return tuple(scores)
 
 

@@ -18,15 +18,17 @@ def handle(body: bytes, ctx: Context) -> bytes:
     pod = translate.pod_record(args.pod, ctx.view.priority_classes, shared=False)
     scores = score_nodes(view=ctx.view, pod=pod, node_names=names)
 
-    ranked = len({s.score for s in scores}) > 1
-    top = max((s.score for s in scores), default=0)
+    answer = [(s.node, s.score) for s in scores]
+    distinct = {score for _, score in answer}
+    ranked = len(distinct) > 1
+    top = max(distinct, default=0)
     ctx.decided(
         "prioritize",
         pod=pod,
         outcome="ranked" if ranked else "all equal",
         changed=ranked,
         notable=False,  # once per scheduled pod: see docs/observability.md, "Log levels"
-        fallbacks=[Cause.UNKNOWN_NODE.value] if any(n not in ctx.view.nodes for n in names) else (),
+        fallbacks=[Cause.UNKNOWN_NODE.value] if any(s.room is None for s in scores) else (),
         details=lambda: {
             "candidates": len(names),
             "best": [s.node for s in scores if s.score == top] if ranked else [],
@@ -35,7 +37,7 @@ def handle(body: bytes, ctx: Context) -> bytes:
     )
     if ctx.shadow:
         return _stock()
-    return wire.host_priorities((s.node, s.score) for s in scores)
+    return wire.host_priorities(answer)
 
 
 def _stock() -> bytes:
