@@ -36,7 +36,7 @@ from policy import ranking, resources
 from policy.model import Pod
 from policy.pdb import _spent_on
 from policy.qos import QoS
-from policy.view import BUDGETS, ClusterView, NodeInfo
+from policy.view import BUDGETS, REQUEST, ClusterView, NodeInfo
 
 # No victim set makes room: the node would be dropped (compares above every key).
 NO_ROOM: tuple = (math.inf,)
@@ -74,7 +74,7 @@ class Below:
 def below(view: ClusterView, info: NodeInfo, priority: int) -> Below:
     """``Below`` for the pods on ``info`` (a node of ``view``) with priority < ``priority``,
     computed once per view (ClusterView.summary; it reads the budgets)."""
-    table = view.summary((BUDGETS, "below", priority), lambda node, _: _summarise(view, node, priority))
+    table = view.summary((BUDGETS, REQUEST, "below", priority), lambda node, _: _summarise(view, node, priority))
     return table(info.name)
 
 
@@ -137,10 +137,15 @@ class Floors:
 
     def __init__(self, view: ClusterView, preemptor: Pod) -> None:
         priority = preemptor.priority
-        self._below = view.summary((BUDGETS, "below", priority), lambda node, _: _summarise(view, node, priority))
+        self._below = view.summary((BUDGETS, REQUEST, "below", priority), lambda node, _: _summarise(view, node, priority))
         self._view = view
         self._priority = priority
         self._asked = tuple((r, preemptor.requests[r]) for r in resources.checked_resources(preemptor.requests))
+        # The floor of a node of the view with no room held there depends on nothing else:
+        # kept with the view, for the next preemptor asking the same (a burst of replicas).
+        self._plain = view.summary(
+            (BUDGETS, REQUEST, "floor", priority, self._asked), lambda node, _: self._floor(self._below(node.name), ())
+        )
 
     def __call__(self, info: NodeInfo, reservations: Sequence[Pod], *, kept_with_view: bool = True) -> tuple:
         """A lower bound on policy.ranking's key for any victims select_victims may pick on
@@ -148,7 +153,13 @@ class Floors:
         NO_ROOM when even every lower-priority pod gone leaves too little room. ``info`` is a
         node of the view, or (``kept_with_view=False``) one built for this request, whose
         summary is then computed afresh."""
-        summary: Below = self._below(info.name) if kept_with_view else _summarise(self._view, info, self._priority)
+        if not kept_with_view:
+            return self._floor(_summarise(self._view, info, self._priority), reservations)
+        if not reservations:
+            return self._plain(info.name)
+        return self._floor(self._below(info.name), reservations)
+
+    def _floor(self, summary: Below, reservations: Sequence[Pod]) -> tuple:
         held = resources.add(*(p.requests for p in reservations)) if reservations else resources.EMPTY
         need: dict[str, int] = {}
         room = summary.room

@@ -37,7 +37,6 @@ from policy.qos import QoS
 # Above this many live candidates the exact search may take too long for the scheduler's
 # cycle (2**EXACT_LIMIT sets at worst, when no two pods are alike): improve() instead.
 EXACT_LIMIT = 16
-_SHIFT = 2**31
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +200,7 @@ class _Bound:
             top = max(top, p.priority)
             g += p.qos == QoS.GUARANTEED
             b += p.qos == QoS.BURSTABLE
-            total += p.priority + _SHIFT
+            total += p.priority + ranking.SHIFT
         return _Bound(
             (opted + c.opted_out * len(pods), violations, top, g, b, total, count + len(pods)),
             tuple(covered.items()),

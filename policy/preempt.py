@@ -230,11 +230,25 @@ def _unsolved(winner: NodeOutcome) -> Callable[[str, tuple], NodeOutcome]:
             if step is None:
                 why = f"at best ties with {winner.node}, which sorts first"
             else:
-                why = f"{ranking.CRITERIA[step]} at least {ranking.Cost(floor)._show(step)} here vs {winner.cost._show(step)}"
+                why = f"{ranking.CRITERIA[step]} {_bound_text(floor, step)} here vs {winner.cost._show(step)}"
             reason = written[(step, here)] = f"not solved: cannot beat {winner.node}: {why}"
         return NodeOutcome(name, Verdict.OUTRANKED, Cause.NOT_SOLVED, reasons=(reason,))
 
     return outcome
+
+
+def _bound_text(floor: tuple, step: int) -> str:
+    """What a floor (policy.bounds) says of a node on one criterion, in words that stay true
+    whatever the node's victims: a floor on the shifted sum of priorities is a number of
+    victims and the lowest priority they can have (with negative priorities more victims make
+    a smaller plain sum), and one on the start criterion bounds the start from above."""
+    if step == ranking.Cost.start_step:
+        return f"no later than {-floor[step]:.0f}s since the epoch"
+    if step == ranking.Cost.sum_step:
+        count = floor[ranking.Cost.count_step]
+        lowest = floor[step] // count - ranking.SHIFT
+        return f"from at least {count} victim(s), each of priority {lowest} or more,"
+    return f"at least {ranking.Cost(floor)._show(step)}"
 
 
 def _offer(proposals: Mapping[str, Proposal], outcomes: dict[str, NodeOutcome]) -> tuple[dict[str, Proposal], list[str]]:

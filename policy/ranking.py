@@ -31,7 +31,7 @@ from policy.model import Pod
 from policy.pdb import Violations
 from policy.qos import QoS
 
-_SHIFT = 2**31
+SHIFT = 2**31
 
 CRITERIA = (
     "opted-out victims",
@@ -66,7 +66,7 @@ class Cost:
     def _show(self, step: int) -> str:
         value = self.key[step]
         if step == self.sum_step:  # undo the shift: the plain sum of victim priorities
-            return str(value - self.key[self.count_step] * _SHIFT)
+            return str(value - self.key[self.count_step] * SHIFT)
         if step == self.start_step:
             return self.unknown_start if value == -math.inf else f"{-value:.0f}s since the epoch"
         return "none" if value == -math.inf else str(value)
@@ -93,7 +93,7 @@ def cost(victims: Sequence[Pod], violations: Violations, opted_out: int = 0) -> 
             top,
             sum(p.qos == QoS.GUARANTEED for p in live),
             sum(p.qos == QoS.BURSTABLE for p in live),
-            sum(p.priority + _SHIFT for p in live),
+            sum(p.priority + SHIFT for p in live),
             len(live),
             -earliest_top_start,
         )
@@ -111,7 +111,7 @@ def floor(
     not, the key is already above the floor before the start): policy.preempt skips the exact
     victim search on nodes whose floor is above the best cost found. When a criterion is added
     to the key, add its bound here, or -math.inf if it has none."""
-    shifted = victims * (lowest + _SHIFT) if victims else 0
+    shifted = victims * (lowest + SHIFT) if victims else 0
     return (0, violations, top, guaranteed, burstable, shifted, victims, start)
 
 

@@ -23,6 +23,11 @@ class Changes(Protocol):
 
 # The first element of a summary's name (ClusterView.summary) when it reads the budgets too.
 BUDGETS = "budgets"
+# An element of a summary's name when the name holds values taken from a request (a preemptor's
+# priority, a pod's requests): requests can name any number of them, so a view keeps only the
+# REQUEST_TABLES most recently made of these tables.
+REQUEST = "request"
+REQUEST_TABLES = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +132,9 @@ class ClusterView:
         """node name -> ``compute(node, what)``, computed once per view and node (None for a node
         the view does not have). ``what`` names the summary and everything it depends on
         besides the node; a summary that also reads the budgets starts with BUDGETS, so that
-        the live store knows what to carry over to its next view (carry_memo)."""
-        table = self.memo.setdefault(what, {})
+        the live store knows what to carry over to its next view (carry_memo); one whose name
+        holds values from a request also holds REQUEST."""
+        table = self.table(what)
         nodes = self.nodes
 
         def lookup(name: str) -> object:
@@ -141,6 +147,19 @@ class ClusterView:
             return found
 
         return lookup
+
+    def table(self, what: tuple) -> dict[str, object]:
+        """The dict behind summary(what, ...), for a caller that fills it itself (a hot loop)."""
+        table = self.memo.get(what)
+        if table is None:
+            if REQUEST in what:  # make room: drop the least recently asked
+                shaped = [w for w in list(self.memo) if REQUEST in w]
+                for oldest in shaped[: max(0, len(shaped) - REQUEST_TABLES + 1)]:
+                    self.memo.pop(oldest, None)
+            table = self.memo.setdefault(what, {})
+        elif REQUEST in what:  # the most recently asked goes last (dicts keep insertion order)
+            self.memo[what] = self.memo.pop(what, table)
+        return table
 
     def carry_memo(self, *, dirty_nodes: Iterable[str], budgets_changed: bool) -> dict:
         """The summaries still true in the next view: all but those of ``dirty_nodes``, and none

@@ -13,7 +13,7 @@ from policy.model import InFlight, PriorityClass
 from policy.preempt import Proposal, Verdict, decide
 from policy.victims import VictimSelection, select_victims
 from tests.builders import node, pdb, pod, view
-from tests.unit.test_dominance import BE, G, running_pods
+from tests.unit.test_dominance import B, BE, G, running_pods
 
 
 def _pods(running, on: str, *, prefix: str = ""):
@@ -206,3 +206,50 @@ def test_fast_path_answers_as_solving_every_node(
         assert quick.reasons[0].startswith(f"not solved: cannot beat {winner.node}: ")
         if slow.cost is not None and slow.cost.key == winner.cost.key:
             assert quick.reasons[0].endswith("at best ties with " + winner.node + ", which sorts first")
+
+
+def test_a_start_bound_says_no_later_than():
+    # n1 can spare its budgeted pod b only by evicting a, whose start (50) is earlier than b's
+    # (100): the bound knows only that the victim started no later than 100, and says so.
+    running = [
+        pod("w", node="n0", priority=0, cpu=2, qos=G, start=150),
+        pod("a", node="n1", priority=0, cpu=4, qos=G, start=50),
+        pod("b", node="n1", priority=0, cpu=2, qos=G, start=100, labels={"app": "guarded"}),
+    ]
+    v = view([node("n0", cpu=2), node("n1", cpu=6)], running, [pdb("guarded", allowed=0, match={"app": "guarded"})])
+    proposals = {"n0": Proposal(("uid-default-w",), 0), "n1": Proposal(("uid-default-b",), 0)}
+    preemptor = pod("pre", priority=10, cpu=2)
+    fast = decide(view=v, preemptor=preemptor, proposals=proposals)
+    full = decide(view=v, preemptor=preemptor, proposals=proposals, exhaustive=True)
+    assert fast.answer == full.answer == {"n0": Proposal(("uid-default-w",), 0)}
+    n1 = next(o for o in fast.outcomes if o.node == "n1")
+    assert n1.reasons == (
+        "not solved: cannot beat n0: start of the most important victims (later is better) "
+        "no later than 100s since the epoch here vs 150s since the epoch",
+    )
+    assert next(o for o in full.outcomes if o.node == "n1").cost.key[ranking.Cost.start_step] == -50
+
+
+def test_a_sum_bound_with_negative_priorities_names_victims_not_a_sum():
+    # Priority -5 everywhere: n1's three victims sum to -15, below n0's -5, yet n1 costs more
+    # (its shifted sum is larger); the bound speaks of victims, not of a sum it cannot promise.
+    running = [
+        pod("w", node="n0", priority=-5, cpu=4, qos=G),
+        pod("x", node="n1", priority=-5, cpu=2, qos=B),
+        pod("a", node="n1", priority=-5, cpu=2, qos=G, labels={"app": "guarded"}),
+        pod("b1", node="n1", priority=-5, cpu=1, qos=G),
+        pod("b2", node="n1", priority=-5, cpu=1, qos=G),
+    ]
+    v = view([node("n0", cpu=4), node("n1", cpu=6)], running, [pdb("guarded", allowed=0, match={"app": "guarded"})])
+    proposals = {"n0": Proposal(("uid-default-w",), 0), "n1": Proposal(("uid-default-x", "uid-default-b1", "uid-default-b2"), 0)}
+    preemptor = pod("pre", priority=10, cpu=4)
+    fast = decide(view=v, preemptor=preemptor, proposals=proposals)
+    full = decide(view=v, preemptor=preemptor, proposals=proposals, exhaustive=True)
+    assert fast.answer == full.answer
+    n1 = next(o for o in fast.outcomes if o.node == "n1")
+    assert n1.reasons == (
+        "not solved: cannot beat n0: sum of victim priorities from at least 2 victim(s), each of priority -5 or more, "
+        "here vs -5",
+    ), n1.reasons
+    solved = next(o for o in full.outcomes if o.node == "n1")
+    assert len(solved.victims) >= 2 and all(p.priority >= -5 for p in solved.victims)

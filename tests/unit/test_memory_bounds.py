@@ -85,3 +85,31 @@ def test_log_fields_are_cut_to_their_documented_length():
 def test_short_log_fields_are_untouched():
     fields = {"pod": "ns/p", "nodes": {"a": {"victims": ["x", "y"], "pdb_violations": 0}}, "priority": 5}
     assert {k: orjson.loads(_line(**fields))[k] for k in fields} == fields
+
+
+def test_a_view_keeps_a_bounded_number_of_tables_named_by_requests():
+    # Every preemptor priority and every pod shape names tables of its own (policy.bounds,
+    # policy.prioritize): requests can name any number, the view keeps REQUEST_TABLES, the
+    # most recently asked.
+    from policy import view as views
+    from policy.prioritize import score_nodes
+    from policy.preempt import Proposal, decide
+    from tests.builders import node, pod, view
+
+    v = view([node("n1", cpu=4)], [pod("low", node="n1", priority=0, cpu=4)])
+    proposals = {"n1": Proposal(("uid-default-low",), 0)}
+
+    def shaped():
+        return [w for w in v.memo if views.REQUEST in w]
+
+    for i in range(3 * views.REQUEST_TABLES):
+        decide(view=v, preemptor=pod("pre", priority=10 + i, cpu=1 + i % 3), proposals=proposals)
+        score_nodes(view=v, pod=pod("p", cpu=0.001 * (i + 1)), node_names=["n1"])
+        assert len(shaped()) <= views.REQUEST_TABLES
+    assert len(shaped()) == views.REQUEST_TABLES
+    # A table asked for again moves to the end, so one in steady use is never dropped.
+    first = shaped()[0]
+    v.summary(first, lambda info, what: None)
+    assert shaped()[-1] == first
+    score_nodes(view=v, pod=pod("p", cpu=100), node_names=["n1"])
+    assert first in shaped()
