@@ -25,9 +25,13 @@ class Changes(Protocol):
 BUDGETS = "budgets"
 # An element of a summary's name when the name holds values taken from a request (a preemptor's
 # priority, a pod's requests): requests can name any number of them, so a view keeps only the
-# REQUEST_TABLES most recently made of these tables.
+# REQUEST_TABLES most recently asked of these tables, and only from the second request that
+# names one (a one-off shape would only push out a table in use). The names asked once are
+# remembered up to REQUEST_NAMES.
 REQUEST = "request"
 REQUEST_TABLES = 8
+REQUEST_NAMES = 64
+_ASKED_ONCE = ("request names asked once",)  # the memo's entry for them (not a table)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +156,15 @@ class ClusterView:
         """The dict behind summary(what, ...), for a caller that fills it itself (a hot loop)."""
         table = self.memo.get(what)
         if table is None:
-            if REQUEST in what:  # make room: drop the least recently asked
+            if REQUEST in what:
+                once = self.memo.setdefault(_ASKED_ONCE, {})
+                if what not in once:  # the first time: a table for this request alone
+                    once[what] = None
+                    for oldest in list(once)[: max(0, len(once) - REQUEST_NAMES)]:
+                        once.pop(oldest, None)
+                    return {}
+                once.pop(what, None)
+                # The second time: kept, and room made by dropping the least recently asked.
                 shaped = [w for w in list(self.memo) if REQUEST in w]
                 for oldest in shaped[: max(0, len(shaped) - REQUEST_TABLES + 1)]:
                     self.memo.pop(oldest, None)

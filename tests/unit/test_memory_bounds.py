@@ -102,14 +102,24 @@ def test_a_view_keeps_a_bounded_number_of_tables_named_by_requests():
     def shaped():
         return [w for w in v.memo if views.REQUEST in w]
 
+    # A shape asked once keeps nothing: a one-off request would only push out a table in use.
+    decide(view=v, preemptor=pod("pre", priority=5, cpu=1), proposals=proposals)
+    score_nodes(view=v, pod=pod("p", cpu=0.5), node_names=["n1"])
+    assert shaped() == []
     for i in range(3 * views.REQUEST_TABLES):
-        decide(view=v, preemptor=pod("pre", priority=10 + i, cpu=1 + i % 3), proposals=proposals)
-        score_nodes(view=v, pod=pod("p", cpu=0.001 * (i + 1)), node_names=["n1"])
+        for _ in range(2):  # kept from the second request that names it
+            decide(view=v, preemptor=pod("pre", priority=10 + i, cpu=1 + i % 3), proposals=proposals)
+            score_nodes(view=v, pod=pod("p", cpu=0.001 * (i + 1)), node_names=["n1"])
         assert len(shaped()) <= views.REQUEST_TABLES
     assert len(shaped()) == views.REQUEST_TABLES
+    # The names asked once are remembered up to a bound too.
+    for i in range(2 * views.REQUEST_NAMES):
+        score_nodes(view=v, pod=pod("p", cpu=100 + i), node_names=["n1"])
+    assert len(v.memo[views._ASKED_ONCE]) == views.REQUEST_NAMES
     # A table asked for again moves to the end, so one in steady use is never dropped.
     first = shaped()[0]
     v.summary(first, lambda info, what: None)
     assert shaped()[-1] == first
-    score_nodes(view=v, pod=pod("p", cpu=100), node_names=["n1"])
+    for _ in range(2):
+        score_nodes(view=v, pod=pod("p", cpu=99), node_names=["n1"])
     assert first in shaped()
