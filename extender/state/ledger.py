@@ -33,23 +33,36 @@ class Ledger:
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        self._answers: OrderedDict[str, tuple[float, InFlight]] = OrderedDict()  # preemptor UID -> (since, answer)
+        # preemptor UID -> (since, answer, whether a view has shown the preemptor)
+        self._answers: OrderedDict[str, tuple[float, InFlight, bool]] = OrderedDict()
 
     def in_flight(self, view: ClusterView) -> tuple[InFlight, ...]:
-        """Answers ``view`` does not show yet and that have not expired (the others are dropped)."""
+        """Answers ``view`` does not show yet and that have not expired (the others are dropped).
+        A preemptor an earlier view showed and ``view`` does not was deleted: its answer goes
+        too (else its room would stay held for nothing until it expired, and a preemptor
+        refused for it waits for the scheduler's next retry)."""
         now = self._clock()
         with self._lock:
-            for uid, (since, flight) in list(self._answers.items()):
-                if now - since > IN_FLIGHT_SECONDS or progress(view, flight) is not Progress.PENDING:
+            for uid, (since, flight, shown) in list(self._answers.items()):
+                present = uid in view.pods
+                if (
+                    now - since > IN_FLIGHT_SECONDS
+                    or (shown and not present)
+                    or progress(view, flight) is not Progress.PENDING
+                ):
                     del self._answers[uid]
-            return tuple(flight for _, flight in self._answers.values())
+                elif present and not shown:
+                    self._answers[uid] = (since, flight, True)
+            return tuple(flight for _, flight, _ in self._answers.values())
 
-    def record(self, preemptor: Pod, node: str, victims: tuple[Pod, ...]) -> None:
+    def record(self, preemptor: Pod, node: str, victims: tuple[Pod, ...], *, shown: bool = False) -> None:
+        """``shown``: the view the answer was decided on has the preemptor (a brand-new pod may
+        not be in it yet), so a later view without it means it was deleted."""
         if not preemptor.uid:
             return  # the scheduler always sends one; without it there is nothing to match
         with self._lock:
             self._answers.pop(preemptor.uid, None)  # a newer answer replaces the older
-            self._answers[preemptor.uid] = (self._clock(), InFlight(preemptor, node, victims))
+            self._answers[preemptor.uid] = (self._clock(), InFlight(preemptor, node, victims), shown)
             while len(self._answers) > MAX_IN_FLIGHT:
                 self._answers.popitem(last=False)
 
@@ -74,7 +87,7 @@ def progress(view: ClusterView, flight: InFlight) -> Progress:
     """How far ``view`` shows ``flight`` carried out (the ledger forgets it once not PENDING)."""
     seen = view.pods.get(flight.preemptor.uid)
     if seen is None:
-        return Progress.PENDING  # not in the view yet (a brand-new pod); expiry covers a deleted one
+        return Progress.PENDING  # not in the view yet (a brand-new pod), or deleted (Ledger knows which)
     leaving = all((v := view.pods.get(p.uid)) is None or v.terminating for p in flight.victims)
     if seen.node_name:
         # Bound: its room is counted as a bound pod's now. Bound elsewhere, the answer was not

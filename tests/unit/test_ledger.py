@@ -162,3 +162,28 @@ def test_a_bound_preemptor_settles_its_answer_and_an_empty_answer_forgets_it():
     ask(ledger, v, first)
     ledger.forget(first)
     assert ledger.in_flight(v) == ()
+
+
+def test_an_answer_for_a_preemptor_deleted_since_is_forgotten_at_once():
+    # The bench's back-to-back bursts: a preemptor answered, then bound and deleted before any
+    # other preempt request. Its answer held its room for 30 s, and the next preemptor that
+    # needed that node got no candidate (and waited for the scheduler's next retry).
+    v, (first, second) = scene()
+    ledger = Ledger()
+    decision = decide(view=v, preemptor=first, proposals={"n1": Proposal(("uid-test-t2",), 0)})
+    (node,) = decision.answer
+    ledger.record(first, node, decision.outcomes[0].victims, shown=first.uid in v.pods)
+    assert len(ledger.in_flight(v)) == 1
+    gone = view([n.node for n in v.nodes.values()], [p for p in v.pods.values() if p.uid != first.uid])
+    assert ledger.in_flight(gone) == ()
+
+
+def test_an_answer_for_a_preemptor_the_view_has_not_shown_yet_waits_for_it():
+    v, (first, second) = scene()
+    ledger = Ledger()
+    brand_new = pod("p9", ns="prod", cpu=1, priority=100)  # not in v
+    ledger.record(brand_new, "n1", (), shown=brand_new.uid in v.pods)
+    assert [f.preemptor.uid for f in ledger.in_flight(v)] == [brand_new.uid]
+    shown = view([n.node for n in v.nodes.values()], [*v.pods.values(), brand_new])
+    assert len(ledger.in_flight(shown)) == 1  # seen now: its answer is still pending
+    assert ledger.in_flight(v) == ()  # and gone from a later view: deleted

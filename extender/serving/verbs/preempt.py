@@ -36,7 +36,7 @@ def handle(body: bytes, ctx: Context) -> bytes:
         if decision.answer:
             (node,) = decision.answer
             chosen = next(o for o in decision.outcomes if o.node == node)
-            ctx.ledger.record(preemptor, node, chosen.victims)
+            ctx.ledger.record(preemptor, node, chosen.victims, shown=preemptor.uid in ctx.view.pods)
         else:
             ctx.ledger.forget(preemptor)
 
