@@ -177,12 +177,13 @@ def measure(args: argparse.Namespace) -> dict:
         requests.append(("prioritize", "prioritize (500 names)", few_body, client))
     # The same request again and again finds what the view keeps per request shape
     # (ClusterView.summary's REQUEST tables): a burst of replicas. A new shape every time,
-    # the cpu asked one millicore more (warm-up rounds included), pays for those tables.
+    # the cpu asked one millicore more (warm-up rounds included), pays for the tables of that
+    # shape (the preemptor's priority stays: its per-priority summaries are reused).
     fresh = range(5 + args.rounds)
     requests.append(("prioritize", f"prioritize ({len(names)} names, a new pod shape each time)",
                      [orjson.dumps({"Pod": preemptor(f"{2000 + i}m"), "Nodes": None, "NodeNames": names}) for i in fresh], client))
     requests.append(("preempt", f"preempt ({len(meta)} candidates x 3 victims)", preempt_body, client))
-    requests.append(("preempt", "preempt (a new preemptor shape each time)",
+    requests.append(("preempt", "preempt (new requests each time, same priority)",
                      [orjson.dumps({"Pod": preemptor(f"{24000 + i}m"), "NodeNameToVictims": None, "NodeNameToMetaVictims": meta}) for i in fresh], client))
     requests.append(("preempt", "preempt --policy", preempt_body, with_policy))
     rows = {}

@@ -230,7 +230,7 @@ def _unsolved(winner: NodeOutcome) -> Callable[[str, tuple], NodeOutcome]:
             if step is None:
                 why = f"at best ties with {winner.node}, which sorts first"
             else:
-                why = f"{ranking.CRITERIA[step]} {_bound_text(floor, step)} here vs {winner.cost._show(step)}"
+                why = f"{ranking.CRITERIA[step]} {_bound_text(floor, step)} here vs {_winner_text(winner.cost, step)}"
             reason = written[(step, here)] = f"not solved: cannot beat {winner.node}: {why}"
         return NodeOutcome(name, Verdict.OUTRANKED, Cause.NOT_SOLVED, reasons=(reason,))
 
@@ -249,6 +249,12 @@ def _bound_text(floor: tuple, step: int) -> str:
         lowest = floor[step] // count - ranking.SHIFT
         return f"from at least {count} victim(s), each of priority {lowest} or more,"
     return f"at least {ranking.Cost(floor)._show(step)}"
+
+
+def _winner_text(cost: ranking.Cost, step: int) -> str:
+    if step == ranking.Cost.sum_step:
+        return f"{cost.key[ranking.Cost.count_step]} victim(s) summing to {cost._show(step)}"
+    return cost._show(step)
 
 
 def _offer(proposals: Mapping[str, Proposal], outcomes: dict[str, NodeOutcome]) -> tuple[dict[str, Proposal], list[str]]:

@@ -282,7 +282,10 @@ def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least, f
         victims = most_important_first(p for p in victims if not p.terminating or p.uid in named)
         if pool is not live:
             # Upstream's order reprieves terminating pods too: their room is counted as used,
-            # so a live victim may not be needed once they are gone. Give those back.
+            # so a live victim may not be needed once they are gone. They leave anyway and are
+            # named like in every order (a pod the scheduler cannot resolve is not in
+            # ``leaving``): name them, and give back the live victims that fit once they are gone.
+            victims = most_important_first({p.uid: p for p in (*victims, *leaving)}.values())
             victims, spared = _spare_unneeded(room, checked, live, victims)
             reprieved += spared
         found = tuple(p.uid for p in victims)

@@ -178,13 +178,20 @@ class ClusterView:
         that read the budgets if they changed."""
         dirty = set(dirty_nodes)
         carried = {}
+        dropped = []
         for what, table in list(self.memo.items()):
             if budgets_changed and what[0] == BUDGETS:
+                dropped.append(what)
                 continue
             table = dict(table)
             for name in dirty & table.keys():
                 del table[name]
             carried[what] = table
+        # A request table dropped for the budgets was asked for twice already: the next
+        # request naming it makes it again at once.
+        shaped = [what for what in dropped if REQUEST in what]
+        if shaped:
+            carried[_ASKED_ONCE] = {**carried.get(_ASKED_ONCE, {}), **dict.fromkeys(shaped)}
         return carried
 
     def reservations(self, node_name: str, *, pod: Pod) -> tuple[Pod, ...]:

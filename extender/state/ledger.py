@@ -33,36 +33,40 @@ class Ledger:
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        # preemptor UID -> (since, answer, whether a view has shown the preemptor)
-        self._answers: OrderedDict[str, tuple[float, InFlight, bool]] = OrderedDict()
+        # preemptor UID -> (since, answer, revision of the first view that showed the preemptor)
+        self._answers: OrderedDict[str, tuple[float, InFlight, int | None]] = OrderedDict()
 
     def in_flight(self, view: ClusterView) -> tuple[InFlight, ...]:
         """Answers ``view`` does not show yet and that have not expired (the others are dropped).
-        A preemptor an earlier view showed and ``view`` does not was deleted: its answer goes
-        too (else its room would stay held for nothing until it expired, and a preemptor
-        refused for it waits for the scheduler's next retry)."""
+
+        A preemptor shown by a view of an earlier revision and not by ``view`` was deleted: its
+        answer goes too (else its room stayed held for nothing until it expired, and a preemptor
+        refused for it waited for the scheduler's next retry). Revisions, not the order of
+        calls: a request may still hold a view older than the one another request recorded its
+        answer from. Snapshot views all have revision 0 and never tell a deletion."""
         now = self._clock()
+        revision = view.revision
         with self._lock:
-            for uid, (since, flight, shown) in list(self._answers.items()):
+            for uid, (since, flight, shown_at) in list(self._answers.items()):
                 present = uid in view.pods
                 if (
                     now - since > IN_FLIGHT_SECONDS
-                    or (shown and not present)
+                    or (shown_at is not None and not present and revision > shown_at)
                     or progress(view, flight) is not Progress.PENDING
                 ):
                     del self._answers[uid]
-                elif present and not shown:
-                    self._answers[uid] = (since, flight, True)
+                elif present and (shown_at is None or revision < shown_at):
+                    self._answers[uid] = (since, flight, revision)
             return tuple(flight for _, flight, _ in self._answers.values())
 
-    def record(self, preemptor: Pod, node: str, victims: tuple[Pod, ...], *, shown: bool = False) -> None:
-        """``shown``: the view the answer was decided on has the preemptor (a brand-new pod may
-        not be in it yet), so a later view without it means it was deleted."""
+    def record(self, preemptor: Pod, node: str, victims: tuple[Pod, ...], *, shown_at: int | None = None) -> None:
+        """``shown_at``: the revision of the view the answer was decided on, if it shows the
+        preemptor (a brand-new pod may not be in it yet)."""
         if not preemptor.uid:
             return  # the scheduler always sends one; without it there is nothing to match
         with self._lock:
             self._answers.pop(preemptor.uid, None)  # a newer answer replaces the older
-            self._answers[preemptor.uid] = (self._clock(), InFlight(preemptor, node, victims), shown)
+            self._answers[preemptor.uid] = (self._clock(), InFlight(preemptor, node, victims), shown_at)
             while len(self._answers) > MAX_IN_FLIGHT:
                 self._answers.popitem(last=False)
 

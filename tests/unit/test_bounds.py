@@ -249,7 +249,7 @@ def test_a_sum_bound_with_negative_priorities_names_victims_not_a_sum():
     n1 = next(o for o in fast.outcomes if o.node == "n1")
     assert n1.reasons == (
         "not solved: cannot beat n0: sum of victim priorities from at least 2 victim(s), each of priority -5 or more, "
-        "here vs -5",
+        "here vs 1 victim(s) summing to -5",
     ), n1.reasons
     solved = next(o for o in full.outcomes if o.node == "n1")
     assert len(solved.victims) >= 2 and all(p.priority >= -5 for p in solved.victims)

@@ -3,6 +3,8 @@ without a policy (extender.state.ledger)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from extender.state.ledger import IN_FLIGHT_SECONDS, MAX_IN_FLIGHT, Ledger
 from extender.state.standings import Standings
 from policy.model import HOST_PORTS
@@ -164,26 +166,44 @@ def test_a_bound_preemptor_settles_its_answer_and_an_empty_answer_forgets_it():
     assert ledger.in_flight(v) == ()
 
 
+def at(v, revision):
+    """``v`` as the live store's view of that revision."""
+    return dataclasses.replace(v, revision=revision)
+
+
 def test_an_answer_for_a_preemptor_deleted_since_is_forgotten_at_once():
     # The bench's back-to-back bursts: a preemptor answered, then bound and deleted before any
     # other preempt request. Its answer held its room for 30 s, and the next preemptor that
     # needed that node got no candidate (and waited for the scheduler's next retry).
     v, (first, second) = scene()
+    v = at(v, 5)
     ledger = Ledger()
     decision = decide(view=v, preemptor=first, proposals={"n1": Proposal(("uid-test-t2",), 0)})
     (node,) = decision.answer
-    ledger.record(first, node, decision.outcomes[0].victims, shown=first.uid in v.pods)
+    ledger.record(first, node, decision.outcomes[0].victims, shown_at=v.revision)
     assert len(ledger.in_flight(v)) == 1
     gone = view([n.node for n in v.nodes.values()], [p for p in v.pods.values() if p.uid != first.uid])
-    assert ledger.in_flight(gone) == ()
+    # A request still holding a view older than the answer's does not drop it: its preemptor
+    # is not deleted, only not shown yet there.
+    assert len(ledger.in_flight(at(gone, 4))) == 1
+    assert ledger.in_flight(at(gone, 6)) == ()
 
 
 def test_an_answer_for_a_preemptor_the_view_has_not_shown_yet_waits_for_it():
     v, (first, second) = scene()
     ledger = Ledger()
     brand_new = pod("p9", ns="prod", cpu=1, priority=100)  # not in v
-    ledger.record(brand_new, "n1", (), shown=brand_new.uid in v.pods)
-    assert [f.preemptor.uid for f in ledger.in_flight(v)] == [brand_new.uid]
+    ledger.record(brand_new, "n1", (), shown_at=None)
+    assert [f.preemptor.uid for f in ledger.in_flight(at(v, 1))] == [brand_new.uid]
     shown = view([n.node for n in v.nodes.values()], [*v.pods.values(), brand_new])
-    assert len(ledger.in_flight(shown)) == 1  # seen now: its answer is still pending
-    assert ledger.in_flight(v) == ()  # and gone from a later view: deleted
+    assert len(ledger.in_flight(at(shown, 2))) == 1  # seen now: its answer is still pending
+    assert len(ledger.in_flight(at(v, 1))) == 1  # an older view: not a deletion
+    assert ledger.in_flight(at(v, 3)) == ()  # gone from a later view: deleted
+
+
+def test_snapshot_views_never_tell_a_deletion():
+    v, (first, second) = scene()
+    ledger = Ledger()
+    ledger.record(first, "n1", (), shown_at=v.revision)
+    gone = view([n.node for n in v.nodes.values()], [p for p in v.pods.values() if p.uid != first.uid])
+    assert len(ledger.in_flight(gone)) == 1  # both revision 0: left to expiry

@@ -123,3 +123,22 @@ def test_a_view_keeps_a_bounded_number_of_tables_named_by_requests():
     for _ in range(2):
         score_nodes(view=v, pod=pod("p", cpu=99), node_names=["n1"])
     assert first in shaped()
+
+
+def test_a_request_table_dropped_for_a_budget_change_is_made_again_at_once():
+    import dataclasses
+
+    from policy import view as views
+    from policy.preempt import Proposal, decide
+    from tests.builders import node, pod, view
+
+    v = view([node("n1", cpu=4)], [pod("low", node="n1", priority=0, cpu=4)])
+    proposals = {"n1": Proposal(("uid-default-low",), 0)}
+    for _ in range(2):
+        decide(view=v, preemptor=pod("pre", priority=10, cpu=1), proposals=proposals)
+    kept = [w for w in v.memo if views.REQUEST in w]
+    assert kept and all(w[0] == views.BUDGETS for w in kept)
+    after = dataclasses.replace(v, memo=v.carry_memo(dirty_nodes=(), budgets_changed=True))
+    assert not [w for w in after.memo if views.REQUEST in w]
+    decide(view=after, preemptor=pod("pre", priority=10, cpu=1), proposals=proposals)
+    assert sorted(w for w in after.memo if views.REQUEST in w) == sorted(kept)

@@ -27,6 +27,13 @@ running_pods = st.lists(
 
 @settings(max_examples=300, deadline=None)
 @given(running=running_pods, need=st.integers(1, 10), preemptor_priority=st.integers(1, 12), pod_slots=st.integers(1, 10))
+# Found by CI-like runs: upstream's order reprieved the terminating p5 and gave back a live victim
+# that fits only once p5 is gone, without naming p5; the pod-count slot was then still short.
+@example(
+    running=[(0, 0, QoS.BEST_EFFORT, 0, False)] * 3 + [(0, 2, QoS.BURSTABLE, 0, False), (1, 2, QoS.BEST_EFFORT, 0, False),
+             (1, 2, QoS.BEST_EFFORT, 0, True), (1, 6, QoS.BEST_EFFORT, 0, False), (1, 2, QoS.BEST_EFFORT, 0, False)],
+    need=1, preemptor_priority=2, pod_slots=4,
+)
 def test_victims_make_room_and_none_could_be_spared(running, need, preemptor_priority, pod_slots):
     pods = [
         pod(f"p{i}", node="n1", priority=prio, cpu=cpu, qos=qos if cpu else QoS.BEST_EFFORT, start=start, terminating=term)

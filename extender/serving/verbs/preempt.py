@@ -36,7 +36,8 @@ def handle(body: bytes, ctx: Context) -> bytes:
         if decision.answer:
             (node,) = decision.answer
             chosen = next(o for o in decision.outcomes if o.node == node)
-            ctx.ledger.record(preemptor, node, chosen.victims, shown=preemptor.uid in ctx.view.pods)
+            shown_at = ctx.view.revision if preemptor.uid in ctx.view.pods else None
+            ctx.ledger.record(preemptor, node, chosen.victims, shown_at=shown_at)
         else:
             ctx.ledger.forget(preemptor)
 
