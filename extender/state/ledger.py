@@ -17,6 +17,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from enum import Enum
+from typing import NamedTuple
 
 from policy.model import InFlight, Pod
 from policy.view import ClusterView
@@ -29,35 +30,50 @@ IN_FLIGHT_SECONDS = 30.0
 MAX_IN_FLIGHT = 10_000
 
 
+class _Entry(NamedTuple):
+    since: float  # when the answer was recorded (the ledger's clock)
+    flight: InFlight
+    shown_at: int | None  # the revision of the first view that showed the preemptor
+    settled_at: int | None = None  # the revision of the first view that showed it settled
+
+
 class Ledger:
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        # preemptor UID -> (since, answer, revision of the first view that showed the preemptor)
-        self._answers: OrderedDict[str, tuple[float, InFlight, int | None]] = OrderedDict()
+        self._answers: OrderedDict[str, _Entry] = OrderedDict()  # preemptor UID -> its answer
 
     def in_flight(self, view: ClusterView) -> tuple[InFlight, ...]:
-        """Answers ``view`` does not show yet and that have not expired (the others are dropped).
+        """Answers ``view`` does not show settled and that have not expired.
 
-        A preemptor shown by a view of an earlier revision and not by ``view`` was deleted: its
-        answer goes too (else its room stayed held for nothing until it expired, and a preemptor
-        refused for it waited for the scheduler's next retry). Revisions, not the order of
-        calls: a request may still hold a view older than the one another request recorded its
-        answer from. Snapshot views all have revision 0 and never tell a deletion."""
+        Settled: the view shows the answer carried out, or the scheduler gone another way
+        (``progress``), or the preemptor deleted (a view of an earlier revision showed it and
+        this one does not; else its room stayed held for nothing until it expired, and a
+        preemptor refused for it waited for the scheduler's next retry). Revisions, not the
+        order of calls, decide: a request may still hold a view older than the one that settled
+        an answer (or recorded it), and to that view the answer is still in flight. Snapshot
+        views all have revision 0: none is older than another, and none tells a deletion."""
         now = self._clock()
         revision = view.revision
+        held = []
         with self._lock:
-            for uid, (since, flight, shown_at) in list(self._answers.items()):
-                present = uid in view.pods
-                if (
-                    now - since > IN_FLIGHT_SECONDS
-                    or (shown_at is not None and not present and revision > shown_at)
-                    or progress(view, flight) is not Progress.PENDING
-                ):
+            for uid, entry in list(self._answers.items()):
+                if now - entry.since > IN_FLIGHT_SECONDS:
                     del self._answers[uid]
-                elif present and (shown_at is None or revision < shown_at):
-                    self._answers[uid] = (since, flight, revision)
-            return tuple(flight for _, flight, _ in self._answers.values())
+                    continue
+                if entry.settled_at is not None:
+                    if revision < entry.settled_at:
+                        held.append(entry.flight)  # settled in a view newer than this one
+                    continue
+                present = uid in view.pods
+                deleted = entry.shown_at is not None and not present and revision > entry.shown_at
+                if deleted or progress(view, entry.flight) is not Progress.PENDING:
+                    self._answers[uid] = entry._replace(settled_at=revision)
+                    continue
+                if present and (entry.shown_at is None or revision < entry.shown_at):
+                    self._answers[uid] = entry._replace(shown_at=revision)
+                held.append(entry.flight)
+        return tuple(held)
 
     def record(self, preemptor: Pod, node: str, victims: tuple[Pod, ...], *, shown_at: int | None = None) -> None:
         """``shown_at``: the revision of the view the answer was decided on, if it shows the
@@ -66,7 +82,7 @@ class Ledger:
             return  # the scheduler always sends one; without it there is nothing to match
         with self._lock:
             self._answers.pop(preemptor.uid, None)  # a newer answer replaces the older
-            self._answers[preemptor.uid] = (self._clock(), InFlight(preemptor, node, victims), shown_at)
+            self._answers[preemptor.uid] = _Entry(self._clock(), InFlight(preemptor, node, victims), shown_at)
             while len(self._answers) > MAX_IN_FLIGHT:
                 self._answers.popitem(last=False)
 
@@ -76,7 +92,8 @@ class Ledger:
             self._answers.pop(preemptor.uid, None)
 
     def __len__(self) -> int:
-        return len(self._answers)
+        """Answers not settled yet, as of the newest view asked about them."""
+        return sum(entry.settled_at is None for entry in self._answers.values())
 
 
 class Progress(str, Enum):

@@ -207,3 +207,31 @@ def test_snapshot_views_never_tell_a_deletion():
     ledger.record(first, "n1", (), shown_at=v.revision)
     gone = view([n.node for n in v.nodes.values()], [p for p in v.pods.values() if p.uid != first.uid])
     assert len(ledger.in_flight(gone)) == 1  # both revision 0: left to expiry
+
+
+def test_an_answer_settled_in_a_newer_view_is_still_in_flight_for_an_older_one():
+    # Two requests on two views: the newer view shows the first preemption carried out (the
+    # preemptor nominated, its victim terminating), a request still deciding on the older view
+    # must still count it, or it promises the same victim again.
+    v, (first, second) = scene()
+    ledger = Ledger()
+    decision = decide(view=at(v, 5), preemptor=first, proposals={"n1": Proposal(("uid-test-t2",), 0)})
+    (node,) = decision.answer
+    (victim,) = decision.outcomes[0].victims
+    ledger.record(first, node, (victim,), shown_at=5)
+    done = view(
+        [n.node for n in v.nodes.values()],
+        [
+            dataclasses.replace(p, nominated_node_name="n1") if p.uid == first.uid
+            else dataclasses.replace(p, terminating=True, preempted=True) if p.uid == victim.uid
+            else p
+            for p in v.pods.values()
+        ],
+    )
+    assert ledger.in_flight(at(done, 7)) == ()
+    assert len(ledger) == 0
+    older = ledger.in_flight(at(v, 6))
+    assert [f.preemptor.uid for f in older] == [first.uid]
+    again = decide(view=at(v, 6), preemptor=second, proposals={"n1": Proposal(("uid-test-t2",), 0)}, in_flight=older)
+    assert all(victim.uid not in proposal.uids for proposal in again.answer.values())
+    assert ledger.in_flight(at(done, 8)) == ()
