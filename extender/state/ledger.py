@@ -33,8 +33,9 @@ MAX_IN_FLIGHT = 10_000
 class _Entry(NamedTuple):
     since: float  # when the answer was recorded (the ledger's clock)
     flight: InFlight
+    decided_at: int  # the revision of the view the answer was decided on
     shown_at: int | None  # the revision of the first view that showed the preemptor
-    settled_at: int | None = None  # the revision of the first view that showed it settled
+    settled_at: int | None = None  # the revision of the first view seen showing it settled
 
 
 class Ledger:
@@ -50,9 +51,11 @@ class Ledger:
         (``progress``), or the preemptor deleted (a view of an earlier revision showed it and
         this one does not; else its room stayed held for nothing until it expired, and a
         preemptor refused for it waited for the scheduler's next retry). Revisions, not the
-        order of calls, decide: a request may still hold a view older than the one that settled
-        an answer (or recorded it), and to that view the answer is still in flight. Snapshot
-        views all have revision 0: none is older than another, and none tells a deletion."""
+        order of calls, decide, since a request may hold a view older than another request's:
+        a view older than the one an answer was decided on counts it and settles nothing, and
+        one older than the view that settled it is judged on what it shows itself. Snapshot
+        views all have revision 0 (none older than another, none telling a deletion): a
+        settled answer is dropped at once, as it always was."""
         now = self._clock()
         revision = view.revision
         held = []
@@ -61,30 +64,41 @@ class Ledger:
                 if now - entry.since > IN_FLIGHT_SECONDS:
                     del self._answers[uid]
                     continue
-                if entry.settled_at is not None:
-                    if revision < entry.settled_at:
-                        held.append(entry.flight)  # settled in a view newer than this one
+                if entry.settled_at is not None and revision >= entry.settled_at:
+                    continue
+                if revision < entry.decided_at:
+                    held.append(entry.flight)  # a view from before the answer: it cannot show it
                     continue
                 present = uid in view.pods
                 deleted = entry.shown_at is not None and not present and revision > entry.shown_at
                 if deleted or progress(view, entry.flight) is not Progress.PENDING:
-                    self._answers[uid] = entry._replace(settled_at=revision)
+                    if revision == 0:
+                        del self._answers[uid]
+                    else:  # kept for requests still deciding on older views
+                        self._answers[uid] = entry._replace(settled_at=revision)
                     continue
                 if present and (entry.shown_at is None or revision < entry.shown_at):
                     self._answers[uid] = entry._replace(shown_at=revision)
                 held.append(entry.flight)
         return tuple(held)
 
-    def record(self, preemptor: Pod, node: str, victims: tuple[Pod, ...], *, shown_at: int | None = None) -> None:
-        """``shown_at``: the revision of the view the answer was decided on, if it shows the
-        preemptor (a brand-new pod may not be in it yet)."""
+    def record(
+        self, preemptor: Pod, node: str, victims: tuple[Pod, ...], *, decided_at: int = 0, shown_at: int | None = None
+    ) -> None:
+        """``decided_at``: the revision of the view the answer was decided on; ``shown_at``: the
+        same, if that view shows the preemptor (a brand-new pod may not be in it yet)."""
         if not preemptor.uid:
             return  # the scheduler always sends one; without it there is nothing to match
         with self._lock:
             self._answers.pop(preemptor.uid, None)  # a newer answer replaces the older
-            self._answers[preemptor.uid] = _Entry(self._clock(), InFlight(preemptor, node, victims), shown_at)
-            while len(self._answers) > MAX_IN_FLIGHT:
-                self._answers.popitem(last=False)
+            self._answers[preemptor.uid] = _Entry(self._clock(), InFlight(preemptor, node, victims), decided_at, shown_at)
+            if len(self._answers) > MAX_IN_FLIGHT:  # settled answers go first, then the oldest
+                for uid in [u for u, e in self._answers.items() if e.settled_at is not None]:
+                    if len(self._answers) <= MAX_IN_FLIGHT:
+                        break
+                    del self._answers[uid]
+                while len(self._answers) > MAX_IN_FLIGHT:
+                    self._answers.popitem(last=False)
 
     def forget(self, preemptor: Pod) -> None:
         """The scheduler asked again and got no node: an earlier answer for it is void."""
@@ -92,8 +106,9 @@ class Ledger:
             self._answers.pop(preemptor.uid, None)
 
     def __len__(self) -> int:
-        """Answers not settled yet, as of the newest view asked about them."""
-        return sum(entry.settled_at is None for entry in self._answers.values())
+        """Answers not seen settled by any view yet."""
+        with self._lock:
+            return sum(entry.settled_at is None for entry in self._answers.values())
 
 
 class Progress(str, Enum):

@@ -235,3 +235,54 @@ def test_an_answer_settled_in_a_newer_view_is_still_in_flight_for_an_older_one()
     again = decide(view=at(v, 6), preemptor=second, proposals={"n1": Proposal(("uid-test-t2",), 0)}, in_flight=older)
     assert all(victim.uid not in proposal.uids for proposal in again.answer.values())
     assert ledger.in_flight(at(done, 8)) == ()
+
+
+def _nominated(v, preemptor, where):
+    return view([n.node for n in v.nodes.values()],
+                [dataclasses.replace(p, nominated_node_name=where) if p.uid == preemptor.uid else p for p in v.pods.values()])
+
+
+def test_an_older_view_that_shows_the_answer_settled_itself_does_not_count_it():
+    # The scheduler went another way (the preemptor nominated to another node) in both views:
+    # the older one must not hold the preemptor's room on n1 nor count its victim as leaving.
+    v, (first, second) = scene()
+    ledger = Ledger()
+    ledger.record(first, "n1", (v.pods["uid-test-t2"],), decided_at=5, shown_at=5)
+    elsewhere = _nominated(v, first, "n2")
+    assert ledger.in_flight(at(elsewhere, 8)) == ()
+    assert ledger.in_flight(at(elsewhere, 7)) == ()
+    assert ledger.in_flight(at(v, 6)) != ()  # an older view where it is still pending counts it
+
+
+def test_a_view_older_than_the_answer_settles_nothing():
+    # A stale view (from before the answer) shows the preemptor nominated elsewhere; that
+    # nomination was since cleared, and the answer was decided on a newer view.
+    v, (first, second) = scene()
+    ledger = Ledger()
+    ledger.record(first, "n1", (v.pods["uid-test-t2"],), decided_at=7, shown_at=7)
+    assert len(ledger.in_flight(at(_nominated(v, first, "n2"), 5))) == 1
+    assert len(ledger.in_flight(at(v, 8))) == 1
+
+
+def test_settled_answers_make_room_first(monkeypatch):
+    from extender.state import ledger as ledgers
+
+    monkeypatch.setattr(ledgers, "MAX_IN_FLIGHT", 3)
+    v, (first, second) = scene()
+    ledger = Ledger()
+    pending = pod("q2", ns="prod", cpu=1, priority=100)
+    ledger.record(pending, "n1", (), decided_at=5)
+    for name in ("q0", "q1"):  # answered, then deleted: settled by a later view
+        ledger.record(pod(name, ns="prod", cpu=1, priority=100), "n1", (), decided_at=5, shown_at=5)
+    ledger.in_flight(at(v, 6))
+    assert len(ledger) == 1
+    ledger.record(pod("q3", ns="prod", cpu=1, priority=100), "n1", (), decided_at=6)
+    assert {f.preemptor.name for f in ledger.in_flight(at(v, 7))} == {"q2", "q3"}
+
+
+def test_snapshot_views_drop_a_settled_answer_at_once():
+    v, (first, second) = scene()
+    ledger = Ledger()
+    ledger.record(first, "n1", (), shown_at=0)
+    assert ledger.in_flight(_nominated(v, first, "n2")) == ()
+    assert len(ledger._answers) == 0

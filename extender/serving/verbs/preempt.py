@@ -37,7 +37,7 @@ def handle(body: bytes, ctx: Context) -> bytes:
             (node,) = decision.answer
             chosen = next(o for o in decision.outcomes if o.node == node)
             shown_at = ctx.view.revision if preemptor.uid in ctx.view.pods else None
-            ctx.ledger.record(preemptor, node, chosen.victims, shown_at=shown_at)
+            ctx.ledger.record(preemptor, node, chosen.victims, decided_at=ctx.view.revision, shown_at=shown_at)
         else:
             ctx.ledger.forget(preemptor)
 
