@@ -59,8 +59,8 @@ class Level(NamedTuple):
 class Below:
     """The live pods of a node below one priority, summarised for lower bounds."""
 
-    # Per resource: (what the node lacks for nothing more with them all gone subtracted, i.e.
-    # their requests + those of the pods that stay - allocatable; their requests together).
+    # Per resource: (their requests + those of the pods that stay - allocatable, i.e. how much
+    # of it they hold beyond the node's free room; their requests together).
     room: dict[str, tuple[int, int]]
     levels: tuple[Level, ...]  # ascending priority
     level_sums: dict[str, tuple[int, ...]]  # per resource, the levels' sums (ascending, as levels are)
@@ -74,8 +74,12 @@ class Below:
 def below(view: ClusterView, info: NodeInfo, priority: int) -> Below:
     """``Below`` for the pods on ``info`` (a node of ``view``) with priority < ``priority``,
     computed once per view (ClusterView.summary; it reads the budgets)."""
-    table = view.summary((BUDGETS, REQUEST, "below", priority), lambda node, _: _summarise(view, node, priority))
-    return table(info.name)
+    return _below_table(view, priority)(info.name)
+
+
+def _below_table(view: ClusterView, priority: int):
+    """node name -> Below for ``priority``, kept with the view (its name holds the request's priority)."""
+    return view.summary((BUDGETS, REQUEST, "below", priority), lambda node, _: _summarise(view, node, priority))
 
 
 def _summarise(view: ClusterView, info: NodeInfo, priority: int) -> Below:
@@ -137,7 +141,7 @@ class Floors:
 
     def __init__(self, view: ClusterView, preemptor: Pod) -> None:
         priority = preemptor.priority
-        self._below = view.summary((BUDGETS, REQUEST, "below", priority), lambda node, _: _summarise(view, node, priority))
+        self._below = _below_table(view, priority)
         self._view = view
         self._priority = priority
         self._asked = tuple((r, preemptor.requests[r]) for r in resources.checked_resources(preemptor.requests))
@@ -165,7 +169,7 @@ class Floors:
         room = summary.room
         for r, asked in self._asked:
             over, live = room.get(r, _NOTHING)
-            short = over + held.get(r, 0) + asked if held else over + asked
+            short = over + held.get(r, 0) + asked
             if short > live:
                 return NO_ROOM
             if short > 0:

@@ -144,9 +144,9 @@ def _judge(
     unsolved. Nodes with a cheap lower bound on their cost (policy.bounds) are solved
     best-first, and only while they can still win: a node is left unsolved when its bound is
     above the cheapest cost solved so far, or equal to it with a name that sorts after that
-    node's (exact ties go to the first name), unless it needs no live victim. The node offered is always solved, so the answer
-    is the one ``exhaustive`` (every node solved) gives; only exact ties of it may be left
-    unsolved (on identical nodes, all of them)."""
+    node's (exact ties go to the first name), unless it needs no live victim. The node offered
+    is always solved, so the answer is the one ``exhaustive`` (every node solved) gives; only
+    exact ties of it may be left unsolved (on identical nodes, all of them)."""
     floors: list[tuple[tuple, str]] = []
     solved: dict[str, NodeOutcome] = {}
     floor_of = None if exhaustive else _floors(view, preemptor, in_flight)

@@ -178,10 +178,11 @@ class ClusterView:
         that read the budgets if they changed."""
         dirty = set(dirty_nodes)
         carried = {}
-        dropped = []
+        dropped = []  # request tables dropped for the budgets
         for what, table in list(self.memo.items()):
             if budgets_changed and what[0] == BUDGETS:
-                dropped.append(what)
+                if REQUEST in what:
+                    dropped.append(what)
                 continue
             table = dict(table)
             for name in dirty & table.keys():
@@ -189,9 +190,8 @@ class ClusterView:
             carried[what] = table
         # A request table dropped for the budgets was asked for twice already: the next
         # request naming it makes it again at once.
-        shaped = [what for what in dropped if REQUEST in what]
-        if shaped:
-            carried[_ASKED_ONCE] = {**carried.get(_ASKED_ONCE, {}), **dict.fromkeys(shaped)}
+        if dropped:
+            carried[_ASKED_ONCE] = {**carried.get(_ASKED_ONCE, {}), **dict.fromkeys(dropped)}
         return carried
 
     def reservations(self, node_name: str, *, pod: Pod) -> tuple[Pod, ...]:

@@ -26,9 +26,7 @@ def bounded(value):
     kind = type(value)
     if kind is str and len(value) <= LOG_STRING_CHARS or value is None or kind is bool or kind is float:
         return value  # the common case, first: a preempt line holds thousands of short strings
-    if kind is str:
-        if len(value) <= LOG_STRING_CHARS:
-            return value
+    if kind is str:  # longer than LOG_STRING_CHARS
         return f"{value[:LOG_STRING_CHARS]}... ({len(value) - LOG_STRING_CHARS} more characters)"
     if kind is dict:
         out = {k if type(k) is not str or len(k) <= LOG_STRING_CHARS else bounded(k): bounded(v) for k, v in islice(value.items(), LOG_ITEMS)}
