@@ -21,6 +21,10 @@ class Cause(str, Enum):
     # The scheduler's victims could be fewer in reprieve's view: the scheduler counts something
     # reprieve cannot see yet, so reprieve's victims free at least as much as the scheduler's.
     SCHEDULER_SEES_LESS = "scheduler sees less room"
+    # The scheduler's victims make room where reprieve's view says they cannot, for no reason
+    # the scheduler cannot know: reprieve's record is older (a nomination it still shows, a pod
+    # gone), so the room it held is set aside or the scheduler's victims are kept.
+    SCHEDULER_NEWER = "scheduler's view newer"
     LEAVING = "pods already leaving"  # the pod fits once terminating pods are gone: nothing to evict
     # Outranked without being solved: a lower bound on its cost is above the chosen node's (policy.bounds).
     NOT_SOLVED = "not solved"

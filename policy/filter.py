@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from policy import resources
 from policy.model import Pod
-from policy.view import ClusterView
+from policy.view import ClusterView, known_to_scheduler
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,9 +23,15 @@ def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> F
     ``status.nominatedNodeName`` and no node yet) counts as taken, as in upstream's
     ``addGENominatedPods``.
 
-    Such a rejection is always unresolvable. The scheduler's own filters, which count the
-    nominations *it* knows, already admitted the node, so the hold is one it cannot see (a
-    nomination by another scheduler or an earlier run). Its preemption dry run would find
+    Only nominations the scheduler cannot know hold room here (another scheduler's pods,
+    policy.view.known_to_scheduler): the scheduler's own filters count its own nominations,
+    from its nominator, which is never behind reprieve's view. A node they admitted despite
+    one of its own nominations is a node where that nomination no longer holds the room (it
+    was cleared, the pod bound or deleted): reprieve's record of it is older, and rejecting
+    for it would strand the pod where the scheduler could place it.
+
+    Such a rejection is always unresolvable. The scheduler's own filters already admitted the
+    node, so the hold is one it cannot see. Its preemption dry run would find
     room without evicting anyone and fail; marking the node unresolvable keeps it out of that
     dead end: upstream turns a dry run that evicts nobody into the error "expected at least one
     victim pod on node". The message still says whether evicting lower-priority pods would have
@@ -55,7 +61,7 @@ def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> F
             passed.append(name)
             continue
         alloc = info.node.allocatable
-        holders = view.reservations(name, pod=pod)
+        holders = [h for h in view.reservations(name, pod=pod) if not known_to_scheduler(h, pod)]
         if not holders:
             passed.append(name)
             continue

@@ -22,6 +22,9 @@ TOPOLOGY_SPREAD = "topology spread constraints"
 NODE_LIMITED_VOLUMES = "volumes with node limits"
 RESOURCE_CLAIMS = "dynamic resource claims"
 
+# What the API server writes into an empty spec.schedulerName.
+DEFAULT_SCHEDULER = "default-scheduler"
+
 
 @dataclass(frozen=True, slots=True)
 class Pod:
@@ -46,6 +49,9 @@ class Pod:
     unmodelled: tuple[str, ...] = ()
     priority_class: str = ""
     owner: str | None = None  # UID of the controlling owner (a ReplicaSet, a Job, ...)
+    # spec.schedulerName: the scheduler whose nominator holds this pod's nomination (see
+    # policy.view.known_to_scheduler).
+    scheduler_name: str = DEFAULT_SCHEDULER
     # When reprieve's view first showed the pod bound to its node (seconds since the epoch);
     # None: as old as the view itself (a snapshot, a first list). Not part of the pod's identity.
     bound_at: float | None = field(default=None, compare=False)

@@ -15,7 +15,7 @@ from policy.resources import Vector
 from policy.tenancy import Rules, Standing
 from policy.pdb import NO_VIOLATIONS, BudgetsOf, Violations, count_violations
 from policy.victims import NodeRejected, select_victims
-from policy.view import ClusterView, NodeInfo
+from policy.view import ClusterView, NodeInfo, known_to_scheduler
 
 
 class Proposal(NamedTuple):
@@ -30,7 +30,9 @@ class Verdict(str, Enum):
     CHOSEN = "chosen"  # offered to the scheduler with reprieve's victims
     OUTRANKED = "outranked"  # feasible, but another node costs less
     DROPPED = "dropped"  # preemption cannot make room here
-    PASSED_THROUGH = "passed through"  # unknown to reprieve: returned exactly as received
+    # As the scheduler proposed it: unknown to reprieve, or its view of the node is older
+    # (Cause.SCHEDULER_NEWER); offered only if no node reprieve could judge is.
+    PASSED_THROUGH = "passed through"
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +97,9 @@ def decide(
     since the epoch) may not preempt yet. ``standing`` is ``tenancy.assess(rules, view)``,
     passed in when the caller keeps it for many decisions over the same view.
     """
-    in_flight = [f for f in in_flight if f.preemptor.uid != preemptor.uid]
+    # Not its own earlier answer, nor one for an earlier pod of its name: the API server holds
+    # one pod per name, so that one was deleted (policy.view.ClusterView.reservations).
+    in_flight = [f for f in in_flight if f.preemptor.key != preemptor.key]
     refusal, why = _ineligible(view, preemptor, in_flight)
     screen = None
     if rules is not None and refusal is Refusal.NONE:
@@ -114,7 +118,7 @@ def decide(
 
     def evaluate(name: str, swap: bool = False) -> NodeOutcome:
         outcome = _evaluate(view, preemptor, name, proposals[name], screen, in_flight, now, swap)
-        if screen is not None and outcome.verdict is Verdict.PASSED_THROUGH:
+        if screen is not None and outcome.verdict is Verdict.PASSED_THROUGH and not outcome.kept_scheduler_victims:
             # The rules cannot be checked on victims reprieve does not know: not offered.
             outcome = dataclasses.replace(
                 outcome, verdict=Verdict.DROPPED, reasons=(*outcome.reasons, "with a policy, not offered unjudged")
@@ -203,15 +207,20 @@ def _floors(
         node = nodes.get(name)
         if node is None or preemptor.unmodelled or blockers(name):
             return None
+        proposed = []
         for uid in proposal.uids:
             pod = pods.get(uid)
             if pod is None or pod.node_name != name:
                 return None  # a victim unknown on this node: passed through
+            proposed.append(pod)
         reservations = view.reservations(name, pod=preemptor) if name in nominated else ()
+        later = node
         if name in changed:
             later, reservations = _as_it_will_be(view, node, reservations, preemptor, in_flight)
-            return floor(later, reservations, kept_with_view=later is node)
-        return floor(node, reservations)
+        if reservations:  # as _evaluate holds them
+            here = {p.uid for p in later.pods}
+            reservations, _ = _holds_the_proposal_allows(later, preemptor, reservations, [p for p in proposed if p.uid in here])
+        return floor(later, reservations, kept_with_view=later is node)
 
     return floor_of
 
@@ -274,8 +283,8 @@ def _offer(proposals: Mapping[str, Proposal], outcomes: dict[str, NodeOutcome]) 
                 )
         return {}, [f"evicts no one: {why}"]
     costs = {n: o.cost for n, o in outcomes.items() if o.cost is not None}
-    passed = sorted((n for n, o in outcomes.items() if o.verdict is Verdict.PASSED_THROUGH),
-                    key=lambda n: (proposals[n].num_pdb_violations, n))
+    answers = {n: _as_answered(proposals[n], o) for n, o in outcomes.items() if o.verdict is Verdict.PASSED_THROUGH}
+    passed = sorted(answers, key=lambda n: (answers[n].num_pdb_violations, n))
     ties = ranking.best(costs)
     reasons: list[str] = []
     if ties:
@@ -303,9 +312,17 @@ def _offer(proposals: Mapping[str, Proposal], outcomes: dict[str, NodeOutcome]) 
             )
     outcome = outcomes[chosen]
     if outcome.verdict is Verdict.PASSED_THROUGH:
-        return {chosen: proposals[chosen]}, reasons
+        return {chosen: answers[chosen]}, reasons
     outcomes[chosen] = dataclasses.replace(outcome, verdict=Verdict.CHOSEN)
     return {chosen: Proposal(tuple(p.uid for p in outcome.victims), outcome.violations.count)}, reasons
+
+
+def _as_answered(proposal: Proposal, outcome: NodeOutcome) -> Proposal:
+    """A node passed through: as the scheduler proposed it, with reprieve's count of its
+    violations where it knows the victims (the scheduler's view of the node newer)."""
+    if outcome.kept_scheduler_victims:
+        return Proposal(proposal.uids, outcome.violations.count)
+    return proposal
 
 
 def _not_chosen(cost: ranking.Cost, winner: ranking.Cost, chosen: str) -> str:
@@ -390,8 +407,11 @@ def _evaluate(
     reservations = view.reservations(name, pod=preemptor)
     node, reservations = _as_it_will_be(view, node, reservations, preemptor, in_flight)
     here = {p.uid for p in node.pods}
-    proposed = [p for p in proposed if p.uid in here]  # promised ones are gone, unless terminating
+    as_proposed, proposed = proposed, [p for p in proposed if p.uid in here]  # promised ones are gone, unless terminating
+    reservations, set_aside = _holds_the_proposal_allows(node, preemptor, reservations, proposed)
     at_least = _scheduler_sees_less(node, preemptor, reservations, proposed, promised)
+    if set_aside and at_least is None:
+        at_least = _freed(proposed, promised)
     selection = select_victims(
         node=node,
         preemptor=preemptor,
@@ -403,20 +423,110 @@ def _evaluate(
         swap=swap,
     )
     if isinstance(selection, NodeRejected):
+        if selection.cause is Cause.DOES_NOT_FIT:
+            return _no_room_here(name, selection, node, preemptor, reservations, as_proposed, proposed, promised, budgets, screen)
         return NodeOutcome(name, Verdict.DROPPED, selection.cause, reasons=(selection.reason,))
     if not selection.victims:
         return NodeOutcome(
             name, Verdict.DROPPED, Cause.LEAVING, reasons=("fits once the pods terminating here are gone",)
         )
+    cause, reasons = Cause.NONE, selection.reasons
+    if set_aside:
+        cause = Cause.SCHEDULER_NEWER
+        reasons = (
+            f"room held for nominated {_keys(set_aside)} set aside: the scheduler's own victims make room "
+            "here only without it, so the scheduler no longer holds it (reprieve's record is older)",
+            *reasons,
+        )
+    elif at_least is not None:
+        cause = Cause.SCHEDULER_SEES_LESS
     return NodeOutcome(
         name,
         Verdict.CHOSEN,
-        Cause.SCHEDULER_SEES_LESS if at_least is not None else Cause.NONE,
+        cause,
         victims=selection.victims,
         violations=selection.violations,
         cost=ranking.cost(selection.victims, selection.violations, selection.opted_out),
-        reasons=selection.reasons,
+        reasons=reasons,
     )
+
+
+def _no_room_here(
+    name: str,
+    rejected: NodeRejected,
+    node: NodeInfo,
+    preemptor: Pod,
+    reservations: Sequence[Pod],
+    as_proposed: list[Pod],
+    proposed: list[Pod],
+    promised: set[str],
+    budgets: BudgetsOf,
+    screen: tenancy.Screen | None,
+) -> NodeOutcome:
+    """A proposed node where reprieve finds no room even with every lower-priority pod gone.
+
+    The scheduler found room here with its own victims. Where they would make room in
+    reprieve's view too but for room held for nominations the scheduler cannot know (another
+    scheduler's pods), those are what stand in the way: a reason of reprieve's own, and the
+    node is dropped. Otherwise reprieve's view of the node is older than the scheduler's (a
+    pod gone that it still shows, a nomination cleared): dropping the node would rest on that
+    older record and could leave the preemptor pending where the scheduler would place it, so
+    the scheduler's victims are kept as it proposed them (unless the rules protect one, or one
+    already goes for another answer in flight)."""
+    others = [h for h in reservations if not known_to_scheduler(h, preemptor)]
+    if not as_proposed or (others and _room_after(node, preemptor, (), proposed) is not None):
+        held = f"; room held for {_keys(others)}, nominated by another scheduler" if others else ""
+        return NodeOutcome(name, Verdict.DROPPED, rejected.cause, reasons=(rejected.reason + held,))
+    taken = sorted(p.key for p in as_proposed if p.uid in promised)
+    if taken:
+        return _already_promised(name, taken)
+    why = f"the scheduler's view of the node is newer than reprieve's, whose own finding was: {rejected.reason}"
+    kept = _keep_scheduler_victims(name, as_proposed, budgets, screen, Cause.SCHEDULER_NEWER, why)
+    if kept.verdict is Verdict.DROPPED:
+        return kept
+    # Not ranked with the nodes reprieve could judge: offered only if none of them can be.
+    return dataclasses.replace(kept, verdict=Verdict.PASSED_THROUGH, cost=None)
+
+
+def _holds_the_proposal_allows(
+    node: NodeInfo, preemptor: Pod, reservations: tuple[Pod, ...], proposed: list[Pod]
+) -> tuple[tuple[Pod, ...], tuple[Pod, ...]]:
+    """(room held, room set aside): the nominations that hold room against the preemptor here.
+
+    The scheduler counts the nominations it knows (policy.view.known_to_scheduler), from its
+    own nominator, which is never behind reprieve's view, and its victims make room for the
+    preemptor next to them. Where its victims make room in reprieve's view only once some of
+    those nominations are left out, the scheduler no longer holds their room (it cleared the
+    nomination, or the pod was bound or deleted): reprieve's record is older, and they are set
+    aside. Nominations the scheduler cannot know always hold. (The victims then free at least
+    as much as the scheduler's: policy.preempt._evaluate.)"""
+    known = tuple(h for h in reservations if known_to_scheduler(h, preemptor))
+    if not known or not proposed or _room_after(node, preemptor, reservations, proposed) is not None:
+        return reservations, ()
+    others = tuple(h for h in reservations if not known_to_scheduler(h, preemptor))
+    if _room_after(node, preemptor, others, proposed) is None:
+        return reservations, ()  # something else differs too: see _no_room_here
+    return others, known
+
+
+def _room_after(node: NodeInfo, preemptor: Pod, held: Sequence[Pod], gone: Sequence[Pod]) -> Vector | None:
+    """The room left on ``node`` for each resource the preemptor's fit checks once ``gone``
+    leave and the preemptor and ``held`` are placed; None if it does not fit."""
+    request = preemptor.requests
+    freed = resources.add(*(p.requests for p in gone))
+    used = resources.add(node.requested, *(p.requests for p in held))
+    alloc = node.node.allocatable
+    room = {r: alloc.get(r, 0) - used.get(r, 0) + freed.get(r, 0) - request[r] for r in resources.checked_resources(request)}
+    return room if all(v >= 0 for v in room.values()) else None
+
+
+def _freed(proposed: list[Pod], promised: set[str]) -> Vector:
+    """What the scheduler's victims free that is not already another answer's."""
+    return resources.add(*(p.requests for p in proposed if p.uid not in promised))
+
+
+def _keys(pods: Sequence[Pod]) -> str:
+    return ", ".join(sorted(p.key for p in pods))
 
 
 def _scheduler_sees_less(
@@ -434,13 +544,9 @@ def _scheduler_sees_less(
     live = [p for p in proposed if not p.terminating]
     if not live:
         return None
-    request = preemptor.requests
-    checked = resources.checked_resources(request)
-    freed = resources.add(*(p.requests for p in proposed))
-    used = resources.add(node.requested, *(p.requests for p in reservations))
-    room = {r: node.node.allocatable.get(r, 0) - used.get(r, 0) + freed.get(r, 0) - request[r] for r in checked}
-    if any(all(p.requests.get(r, 0) <= room[r] for r in checked) for p in live):
-        return resources.add(*(p.requests for p in proposed if p.uid not in promised))
+    room = _room_after(node, preemptor, reservations, proposed)
+    if room is not None and any(all(p.requests.get(r, 0) <= room[r] for r in room) for p in live):
+        return _freed(proposed, promised)
     return None
 
 

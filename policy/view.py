@@ -20,6 +20,9 @@ class Changes(Protocol):
         """(UIDs of pods, names of nodes) changed after view ``revision`` up to the latest
         published view, or None if that is no longer known (too old, or a full rebuild)."""
 
+    def deleted_at(self, uid: str) -> int | None:
+        """The revision of the first view without the pod ``uid``, if it was seen deleted."""
+
 
 # The first element of a summary's name (ClusterView.summary) when it reads the budgets too.
 BUDGETS = "budgets"
@@ -32,6 +35,16 @@ REQUEST = "request"
 REQUEST_TABLES = 8
 REQUEST_NAMES = 64
 _ASKED_ONCE = ("request names asked once",)  # the memo's entry for them (not a table)
+
+
+def known_to_scheduler(holder: Pod, pod: Pod) -> bool:
+    """Whether the scheduler that asks about ``pod`` knows ``holder``'s nomination: a pod of
+    the same ``spec.schedulerName`` is in that scheduler's own nominator, which it updates
+    before the API server (and so before reprieve's view) hears of it, and counts in its own
+    filters and preemption. Another scheduler's nominations are invisible to it; so are those
+    of its other profiles to reprieve, which cannot tell them from another scheduler's.
+    """
+    return holder.scheduler_name == pod.scheduler_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,12 +211,16 @@ class ClusterView:
         """Pods nominated to the node that hold room against ``pod``.
 
         Upstream's ``addGENominatedPods``: priority >= the pod's, and not the pod itself.
-        Room freed for a lower-priority pod may be taken.
+        Room freed for a lower-priority pod may be taken. Nor an earlier pod of ``pod``'s name:
+        the API server holds one pod per namespace and name, so another UID under it is one
+        deleted that this view still shows (a lagging watch, a pod re-created under its name).
         """
         return tuple(
             other
             for other in self.nominated.get(node_name, ())
-            if other.priority >= pod.priority and other.uid != pod.uid
+            if other.priority >= pod.priority
+            and other.uid != pod.uid
+            and (other.name != pod.name or other.namespace != pod.namespace)
         )
 
     def budgets_covering(self, pod: Pod) -> tuple[DisruptionBudget, ...]:

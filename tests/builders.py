@@ -41,13 +41,15 @@ def pod(
     pc: str = "",
     owner: str | None = None,
     created: float | None = None,
+    uid: str | None = None,
+    scheduler: str = "default-scheduler",
     **extended: int,
 ) -> Pod:
     requests = resources.effective_requests(containers=[units(cpu, mem, **extended)])
     if qos is None:
         qos = QoS.BURSTABLE if (cpu or mem) else QoS.BEST_EFFORT
     return Pod(
-        uid=f"uid-{ns}-{name}",
+        uid=uid or f"uid-{ns}-{name}",
         name=name,
         namespace=ns,
         priority=priority,
@@ -64,6 +66,7 @@ def pod(
         priority_class=pc,
         owner=owner,
         created=created,
+        scheduler_name=scheduler,
     )
 
 

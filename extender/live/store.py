@@ -16,8 +16,8 @@ import dataclasses
 import itertools
 import threading
 import time
-from collections import deque
-from collections.abc import Callable
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from policy.model import DisruptionBudget, Pod
@@ -56,6 +56,7 @@ class Store:
         self._dirty_members: set[str] = set()
         self._dirty_kinds: set[str] = set(kinds)
         self._dirty_pods: set[str] = set()  # UIDs of pods changed since the last view
+        self._deleted_pods: set[str] = set()  # UIDs of pods deleted since the last view
         self.changes = ChangeLog()
 
     @property
@@ -70,8 +71,10 @@ class Store:
         """A fresh list: the kind's records become exactly these (ghosts of missed deletes go)."""
         with self._lock:
             if kind == PODS and self._records[PODS]:
-                # A relist: pods bound since the last event are news, like a watch event's.
+                # A relist: pods bound since the last event are news, like a watch event's;
+                # pods missing from it were deleted meanwhile.
                 records = {key: self._stamped(self._records[PODS].get(key), pod) for key, pod in records.items()}
+                self._deleted_pods.update(self._records[PODS].keys() - records.keys())
             self._records[kind] = records
             self._versions[kind] = resource_version
             self._generation += 1
@@ -107,6 +110,8 @@ class Store:
                     self._index_pod(record)
                 else:
                     self._seq.pop(key, None)
+                    if old is not None:
+                        self._deleted_pods.add(key)
             elif kind == NODES:
                 self._dirty_nodes.add(key)
             elif kind == BUDGETS:
@@ -224,14 +229,15 @@ class Store:
             versions = dict(self._versions)
             prev = None if self._all_dirty else self._view
             revision = self.changes.record(
-                None if prev is None else (frozenset(self._dirty_pods), frozenset(self._dirty_nodes))
+                None if prev is None else (frozenset(self._dirty_pods), frozenset(self._dirty_nodes)),
+                deleted=self._deleted_pods,
             )
             view = self._incremental(prev) if prev is not None else self._full()
             view = dataclasses.replace(view, revision=revision, changes=self.changes)
             self._view = view
             self._all_dirty = False
             self._dirty_nodes, self._dirty_nominated, self._dirty_members = set(), set(), set()
-            self._dirty_kinds, self._dirty_pods = set(), set()
+            self._dirty_kinds, self._dirty_pods, self._deleted_pods = set(), set(), set()
         return generation, versions, view
 
     def _refreshed(self, previous, dirty: set[str], index: dict[str, dict[str, Pod]]):
@@ -305,16 +311,22 @@ def _discard(index: dict[str, dict[str, Pod]], name: str, uid: str) -> None:
 
 class ChangeLog:
     """What changed between the store's recent views (policy.view.Changes): enough for work
-    done once per view (queue assessment) to update the last result instead of starting over."""
+    done once per view (queue assessment) to update the last result instead of starting over;
+    and which pods were deleted, by the revision of the first view without them, so that a
+    record keyed by a pod's UID (extender.state.ledger) can tell a pod deleted from one not
+    seen yet even if no view in between was ever asked about it."""
 
-    def __init__(self, keep: int = 256) -> None:
+    def __init__(self, keep: int = 256, keep_deleted: int = 65_536) -> None:
         self._lock = threading.Lock()
         self._revision = 0
         self._oldest = 1  # the first revision whose predecessor's changes are known
         self._log: deque[tuple[int, frozenset[str], frozenset[str]]] = deque(maxlen=keep)
+        self._keep_deleted = keep_deleted
+        self._deleted: OrderedDict[str, int] = OrderedDict()  # pod UID -> revision; oldest first
 
-    def record(self, changed: tuple[frozenset[str], frozenset[str]] | None) -> int:
-        """Number the next view; ``changed``: (pods, nodes) since the previous one, None for a full rebuild."""
+    def record(self, changed: tuple[frozenset[str], frozenset[str]] | None, *, deleted: Iterable[str] = ()) -> int:
+        """Number the next view; ``changed``: (pods, nodes) since the previous one, None for a
+        full rebuild; ``deleted``: UIDs of the pods deleted since the previous one."""
         with self._lock:
             self._revision += 1
             if changed is None:
@@ -323,7 +335,17 @@ class ChangeLog:
             else:
                 self._log.append((self._revision, *changed))
                 self._oldest = max(self._oldest, self._log[0][0])
+            for uid in deleted:
+                self._deleted[uid] = self._revision
+            while len(self._deleted) > self._keep_deleted:
+                self._deleted.popitem(last=False)
             return self._revision
+
+    def deleted_at(self, uid: str) -> int | None:
+        """The revision of the first view that no longer had this pod; None if it was never
+        seen deleted (or so long ago that it was forgotten: the newest 65,536 are kept)."""
+        with self._lock:
+            return self._deleted.get(uid)
 
     def since(self, revision: int) -> tuple[frozenset[str], frozenset[str]] | None:
         with self._lock:

@@ -94,6 +94,7 @@ class TopologySpreadConstraint(_Object):
 
 class PodSpec(_Object):
     nodeName: Name | None = None
+    schedulerName: Name | None = None
     priority: Int32 | None = None
     priorityClassName: Name | None = None
     preemptionPolicy: StrictStr | None = None

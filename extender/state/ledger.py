@@ -44,13 +44,17 @@ class Ledger:
         self._lock = threading.Lock()
         self._answers: OrderedDict[str, _Entry] = OrderedDict()  # preemptor UID -> its answer
 
-    def in_flight(self, view: ClusterView) -> tuple[InFlight, ...]:
+    def in_flight(self, view: ClusterView, *, asking: Pod | None = None) -> tuple[InFlight, ...]:
         """Answers ``view`` does not show settled and that have not expired.
 
         Settled: the view shows the answer carried out, or the scheduler gone another way
-        (``progress``), or the preemptor deleted (a view of an earlier revision showed it and
-        this one does not; else its room stayed held for nothing until it expired, and a
-        preemptor refused for it waited for the scheduler's next retry). Revisions, not the
+        (``progress``), or the preemptor deleted: the view's change log saw it go, or a view of
+        an earlier revision showed it and this one does not (else its room stayed held for
+        nothing until it expired, and a preemptor refused for it waited for the scheduler's
+        next retry). An answer whose preemptor shares its namespace and name with ``asking``,
+        the pod the scheduler asks about now, under another UID is forgotten at once: the API
+        server holds one pod per name, so that preemptor was deleted (a pod re-created under
+        its name, seen by the scheduler before reprieve's view). Revisions, not the
         order of calls, decide, since a request may hold a view older than another request's:
         a view older than the one an answer was decided on counts it and settles nothing, and
         one older than the view that settled it is judged on what it shows itself. Snapshot
@@ -61,7 +65,7 @@ class Ledger:
         held = []
         with self._lock:
             for uid, entry in list(self._answers.items()):
-                if now - entry.since > IN_FLIGHT_SECONDS:
+                if now - entry.since > IN_FLIGHT_SECONDS or (asking is not None and _twin(entry.flight.preemptor, asking)):
                     del self._answers[uid]
                     continue
                 if entry.settled_at is not None and revision >= entry.settled_at:
@@ -70,7 +74,9 @@ class Ledger:
                     held.append(entry.flight)  # a view from before the answer: it cannot show it
                     continue
                 present = uid in view.pods
-                deleted = entry.shown_at is not None and not present and revision > entry.shown_at
+                deleted = not present and (
+                    (entry.shown_at is not None and revision > entry.shown_at) or _seen_deleted(view, uid)
+                )
                 if deleted or progress(view, entry.flight) is not Progress.PENDING:
                     if revision == 0:
                         del self._answers[uid]
@@ -109,6 +115,20 @@ class Ledger:
         """Answers not seen settled by any view yet."""
         with self._lock:
             return sum(entry.settled_at is None for entry in self._answers.values())
+
+
+def _twin(recorded: Pod, asking: Pod) -> bool:
+    """Another pod under the same namespace and name: one of the two was deleted, and the
+    scheduler asks about the other."""
+    return recorded.uid != asking.uid and recorded.name == asking.name and recorded.namespace == asking.namespace
+
+
+def _seen_deleted(view: ClusterView, uid: str) -> bool:
+    """The view's change log saw the pod deleted at or before the view's revision."""
+    if view.changes is None:
+        return False
+    at = view.changes.deleted_at(uid)
+    return at is not None and at <= view.revision
 
 
 class Progress(str, Enum):

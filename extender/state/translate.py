@@ -112,6 +112,7 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
         unmodelled=_unmodelled(spec),
         priority_class=name(spec.priorityClassName) or "",
         owner=name(next((o.uid for o in meta.ownerReferences or () if o.controller), None)) or None,
+        scheduler_name=name(spec.schedulerName) or model.DEFAULT_SCHEDULER,
     )
 
 

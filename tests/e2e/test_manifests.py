@@ -114,6 +114,9 @@ def test_manifest_rbac_lets_the_scheduler_hold_its_own_lease_and_reprieve_read_w
         def can(verb, group, resource, name="", ns=restricted):
             return allowed(kube, user, ns, verb, group, resource, name)
 
+        # The apiserver's RBAC authorizer learns of new roles and bindings through its own
+        # informers: wait until it has (the first check), then judge every rule.
+        wait_for("the new RBAC objects to reach the authorizer", lambda: can("get", "coordination.k8s.io", "leases", lease["resourceName"]), 15)
         for verb in ("get", "update"):
             assert can(verb, "coordination.k8s.io", "leases", lease["resourceName"]), verb
         assert can("create", "coordination.k8s.io", "leases")

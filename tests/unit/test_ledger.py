@@ -286,3 +286,34 @@ def test_snapshot_views_drop_a_settled_answer_at_once():
     ledger.record(first, "n1", (), shown_at=0)
     assert ledger.in_flight(_nominated(v, first, "n2")) == ()
     assert len(ledger._answers) == 0
+
+
+def test_an_answer_for_a_preemptor_created_and_deleted_between_requests_is_forgotten():
+    # upstream's TestPreemptionRaces: the preemptor is asked about before reprieve's view shows
+    # it, then bound and deleted, and no preempt request comes in between: no view at a
+    # request ever showed it. The store's change log saw it go, so its room is not held.
+    from extender.live.store import ChangeLog
+
+    v, (first, second) = scene()
+    log = ChangeLog()
+    log.record(None)  # revision 1: the first view, without the brand-new preemptor
+    brand_new = pod("p9", ns="prod", cpu=1, priority=100)
+    ledger = Ledger()
+    ledger.record(brand_new, "n1", (), decided_at=1, shown_at=None)
+    log.record((frozenset({brand_new.uid}), frozenset()))  # 2: it appears (no request asks)
+    log.record((frozenset({brand_new.uid}), frozenset()), deleted={brand_new.uid})  # 3: deleted
+    later = dataclasses.replace(v, revision=3, changes=log)
+    assert ledger.in_flight(dataclasses.replace(later, revision=2)) != ()  # not yet deleted there
+    assert ledger.in_flight(later) == ()
+
+
+def test_an_answer_for_an_earlier_pod_of_the_asking_pods_name_is_forgotten():
+    # A preemptor deleted and created again under its name while its answer is in flight: the
+    # scheduler asks about the new one (a new UID) before reprieve's view shows either change.
+    v, (first, second) = scene()
+    ledger = Ledger()
+    ledger.record(first, "n1", (), decided_at=1, shown_at=1)
+    again = dataclasses.replace(first, uid="uid-prod-p3-again")
+    assert len(ledger.in_flight(at(v, 1), asking=second)) == 1  # another name: kept
+    assert ledger.in_flight(at(v, 1), asking=again) == ()
+    assert len(ledger) == 0

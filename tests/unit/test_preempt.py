@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from policy import ranking, tenancy
 from policy.causes import Cause
-from policy.model import HOST_PORTS, POD_ANTI_AFFINITY
+from policy.model import HOST_PORTS, POD_ANTI_AFFINITY, InFlight
 from policy.preempt import Proposal, Verdict, decide
 from policy.qos import QoS
 from policy.tenancy import Queue, Rules
@@ -107,19 +108,46 @@ def test_answer_uses_reprieves_victims_not_the_schedulers():
     assert decision.answer == {"n1": Proposal(("uid-default-b",), 0)}
 
 
-def test_hopeless_node_is_dropped():
-    # n1 keeps 8 of 10 at priority >= 10: no eviction makes room for 5. n2 works.
+def test_a_node_reprieve_sees_no_room_on_comes_after_the_nodes_it_can_judge():
+    # n1 keeps 8 of 10 at priority >= 10 in reprieve's view: no eviction makes room for 5. The
+    # scheduler proposed n1 with 'low' all the same, so its view of n1 is newer (a pod it has
+    # seen leave); n1 is kept as proposed but offered only if no judged node can be. n2 works.
     v = view([node("n1"), node("n2")], [pod("keep", node="n1", priority=50, cpu=8), pod("low", node="n1", priority=1, cpu=2), pod("b", node="n2", priority=1, cpu=10)])
     decision = decide(view=v, preemptor=pod("pre", priority=10, cpu=5), proposals=proposals(n1=["low"], n2=["b"]))
     assert list(decision.answer) == ["n2"]
-    assert outcome(decision, "n1").verdict is Verdict.DROPPED
+    n1 = outcome(decision, "n1")
+    assert n1.verdict is Verdict.OUTRANKED and n1.cause is Cause.SCHEDULER_NEWER
+    assert "not offered: reprieve offers n2, which it could judge" in n1.reasons
 
 
-def test_all_dropped_answers_empty():
-    v = view([node("n1")], [pod("keep", node="n1", priority=50, cpu=8), pod("low", node="n1", priority=1, cpu=2)])
+def test_a_node_reprieve_sees_no_room_on_is_offered_as_proposed_rather_than_none():
+    # As above with n1 alone: answering no node would leave the preemptor pending where the
+    # scheduler places it, on the strength of reprieve's older record. The scheduler's victims
+    # go, with reprieve's count of their PodDisruptionBudget violations.
+    v = view([node("n1")], [pod("keep", node="n1", priority=50, cpu=8), pod("low", node="n1", priority=1, cpu=2, labels={"app": "db"})],
+             [pdb("db", allowed=0, match={"app": "db"})])
+    decision = decide(view=v, preemptor=pod("pre", priority=10, cpu=5), proposals=proposals(n1=["low"]))
+    assert decision.answer == {"n1": Proposal(("uid-default-low",), 1)}
+    n1 = outcome(decision, "n1")
+    assert n1.verdict is Verdict.PASSED_THROUGH and n1.cause is Cause.SCHEDULER_NEWER
+    assert "newer than reprieve's" in n1.reasons[0]
+
+
+def test_room_held_for_another_schedulers_pod_still_drops_a_node():
+    # n1: 'low' (2 cpu) would make room for 'pre' (5) next to 'keep' (3), but 5 cpu are held for
+    # 'gang' (priority 50), nominated by another scheduler: the scheduler cannot know that
+    # hold, so its proposal does not contradict it, and the node is dropped.
+    v = view(
+        [node("n1")],
+        [pod("keep", node="n1", priority=50, cpu=3), pod("low", node="n1", priority=1, cpu=2),
+         pod("gang", priority=50, cpu=5, nominated="n1", scheduler="volcano")],
+    )
     decision = decide(view=v, preemptor=pod("pre", priority=10, cpu=5), proposals=proposals(n1=["low"]))
     assert decision.answer == {}
     assert "no candidate node" in decision.reasons[-1]
+    n1 = outcome(decision, "n1")
+    assert n1.verdict is Verdict.DROPPED and n1.cause is Cause.DOES_NOT_FIT
+    assert "room held for default/gang, nominated by another scheduler" in n1.reasons[0]
 
 
 def test_unknown_node_and_unknown_victim_pass_through_exactly():
@@ -271,3 +299,39 @@ def test_the_swap_pass_never_makes_the_answer_costlier_than_the_greedy_sets(seed
         return
     [chosen] = [o for o in decision.outcomes if o.verdict is Verdict.CHOSEN]
     assert chosen.cost.key <= min(ranking.cost(s.victims, s.violations, s.opted_out).key for s in greedy)
+
+
+def test_an_answer_in_flight_for_an_earlier_pod_of_the_name_holds_nothing():
+    # upstream's TestPreemptionRaces, repetition 2: node1 (5 cpu) runs r0 and r1 (0.1 cpu);
+    # 'pre' (4.9 cpu) of the first repetition was answered node1, bound and deleted; a new
+    # 'pre' (same name, new UID) asks. The old answer must not hold node1 for the old pod.
+    r = [pod(f"r{i}", node="node1", priority=5, cpu=0.1, start=i) for i in range(2)]
+    v = view([node("node1", cpu=5)], r)
+    old = pod("pre", priority=100, cpu=4.9, uid="uid-pre-first")
+    new = pod("pre", priority=100, cpu=4.9, uid="uid-pre-second")
+    decision = decide(
+        view=v, preemptor=new, proposals={"node1": Proposal((r[1].uid,), 0)}, in_flight=[InFlight(old, "node1", ())]
+    )
+    assert decision.answer == {"node1": Proposal((r[1].uid,), 0)}
+
+
+def test_a_nomination_the_proposal_shows_gone_is_set_aside():
+    # n1: 10 cpu, 'a' (priority 1, 4 cpu) and 'b' (priority 1, 2 cpu). reprieve's view still
+    # shows 'h' (priority 50, 4 cpu, the scheduler's own pod) nominated to n1. The scheduler
+    # proposes only 'b' for 'pre' (6 cpu): 10 - 4 - 6 = 0 left, so in its view 'h' holds
+    # nothing here (bound elsewhere, deleted, or its nomination cleared). Holding h's room
+    # would cost 'a' as well (or, were 'a' protected, the node).
+    running = [pod("a", node="n1", priority=1, cpu=4, start=1), pod("b", node="n1", priority=1, cpu=2, start=2)]
+    h = pod("h", priority=50, cpu=4, nominated="n1")
+    decision = decide(view=view([node("n1")], [*running, h]), preemptor=pod("pre", priority=10, cpu=6),
+                      proposals=proposals(n1=["b"]))
+    assert decision.answer == {"n1": Proposal(("uid-default-b",), 0)}
+    n1 = outcome(decision, "n1")
+    assert n1.cause is Cause.SCHEDULER_NEWER
+    assert n1.reasons[0].startswith("room held for nominated default/h set aside")
+    # Another scheduler's nomination is one the scheduler cannot know: it holds, and a goes too.
+    other = dataclasses.replace(h, scheduler_name="volcano")
+    held = decide(view=view([node("n1")], [*running, other]), preemptor=pod("pre", priority=10, cpu=6),
+                  proposals=proposals(n1=["b"]))
+    assert set(held.answer["n1"].uids) == {"uid-default-a", "uid-default-b"}
+    assert outcome(held, "n1").cause is Cause.NONE

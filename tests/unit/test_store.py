@@ -173,3 +173,20 @@ def test_pods_carry_when_the_store_first_saw_them_bound():
     store.replace("pods", {**store.get("pods"), late.uid: late}, "5")  # a relist finds it bound: news
     pods = store.build_view()[2].pods
     assert (pods[listed.uid].bound_at, pods[pending.uid].bound_at, pods[late.uid].bound_at) == (None, 105.0, 107.0)
+
+
+def test_the_change_log_names_the_first_view_without_a_deleted_pod():
+    store = Store(KINDS)
+    for kind in KINDS:
+        store.replace(kind, {}, "1")
+    a, b, c = pod("a", cpu=1), pod("b", cpu=1), pod("c", cpu=1)
+    for p in (a, b, c):
+        store.apply("pods", p.uid, p, "2")
+    first = store.build_view()[2]
+    store.apply("pods", a.uid, None, "3")  # a watch event
+    second = store.build_view()[2]
+    store.replace("pods", {c.uid: c}, "4")  # a relist that no longer has b: deleted meanwhile
+    third = store.build_view()[2]
+    log = third.changes
+    assert (log.deleted_at(a.uid), log.deleted_at(b.uid), log.deleted_at(c.uid)) == (second.revision, third.revision, None)
+    assert first.revision < second.revision < third.revision

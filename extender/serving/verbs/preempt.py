@@ -29,7 +29,7 @@ def handle(body: bytes, ctx: Context) -> bytes:
         proposals=proposals,
         rules=policy.rules if policy else None,
         standing=policy.of(ctx.view) if policy else None,
-        in_flight=ctx.ledger.in_flight(ctx.view),
+        in_flight=ctx.ledger.in_flight(ctx.view, asking=preemptor),
         now=time.time(),
     )
     if not ctx.shadow:  # in shadow mode the scheduler evicts its own victims: nothing is in flight
@@ -62,7 +62,7 @@ def _fell_back(outcome: NodeOutcome) -> bool:
     return (
         outcome.verdict is Verdict.PASSED_THROUGH
         or outcome.kept_scheduler_victims
-        or outcome.cause is Cause.SCHEDULER_SEES_LESS
+        or outcome.cause in (Cause.SCHEDULER_SEES_LESS, Cause.SCHEDULER_NEWER)
     )
 
 
