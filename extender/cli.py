@@ -35,6 +35,13 @@ def _parser() -> argparse.ArgumentParser:
         help="seconds a live view may lag (a broken watch) before /readyz fails and the verbs give safe answers",
     )
     serve.add_argument(
+        "--fault-watch-delay",
+        type=float,
+        default=Settings.fault_watch_delay,
+        help="testing only: apply each watch event this many seconds after it arrives, so that the "
+        "scheduler's view runs ahead of reprieve's (docs/upstream-semantics.md)",
+    )
+    serve.add_argument(
         "--bind", default=os.environ.get("REPRIEVE_BIND", Settings.bind), help="HOST:PORT to listen on; env REPRIEVE_BIND"
     )
     serve.add_argument(
@@ -204,6 +211,8 @@ def _serve(args: argparse.Namespace) -> int:
         raise ConfigError("--client-ca-file needs --tls-cert-file and --tls-private-key-file: client certificates need TLS")
     if args.staleness_bound <= 0:
         raise ConfigError(f"--staleness-bound must be positive, not {args.staleness_bound}")
+    if not 0 <= args.fault_watch_delay <= 60:
+        raise ConfigError(f"--fault-watch-delay must be between 0 and 60 seconds, not {args.fault_watch_delay}")
     if args.mode not in {m.value for m in Mode}:
         raise ConfigError(f"--mode must be enforce or shadow, not {args.mode!r}")
     if args.events not in {e.value for e in Events}:
@@ -213,6 +222,7 @@ def _serve(args: argparse.Namespace) -> int:
         threads=args.threads,
         log_level=args.log_level,
         staleness_bound=args.staleness_bound,
+        fault_watch_delay=args.fault_watch_delay,
         mode=Mode(args.mode),
         events=Events(args.events),
         header_timeout=args.header_timeout,
@@ -242,8 +252,14 @@ def _serve(args: argparse.Namespace) -> int:
             # The initial list makes most of the long-lived records: move them out of the
             # collector's reach as Server.run does for a snapshot (see extender.serving.server).
             cluster = LiveCluster(
-                api, metrics=metrics, staleness_bound=settings.staleness_bound, on_first_view=gc.freeze
+                api,
+                metrics=metrics,
+                staleness_bound=settings.staleness_bound,
+                watch_delay=settings.fault_watch_delay,
+                on_first_view=gc.freeze,
             ).start()
+            if settings.fault_watch_delay:
+                log.warning("fault injected: every watch event is applied %.1fs after it arrives", settings.fault_watch_delay)
             return create_app(
                 settings, cluster=cluster, metrics=metrics, rules=rules, stopping=stopping,
                 events=_events(settings, api, cluster, metrics),

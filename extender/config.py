@@ -32,6 +32,8 @@ class Settings:
     # Seconds a live view may lag behind the API server (a broken watch, a relist) before
     # /readyz fails and the verbs give their safe answers.
     staleness_bound: float = 5.0
+    # Testing only: apply each watch event this long after it arrives (extender.live.lag.delayed).
+    fault_watch_delay: float = 0.0
     mode: Mode = Mode.ENFORCE
     events: Events = Events.ON
     # Serving (extender.serving.server, docs/serving.md). The scheduler gives up on a call after

@@ -213,14 +213,10 @@ def _floors(
             if pod is None or pod.node_name != name:
                 return None  # a victim unknown on this node: passed through
             proposed.append(pod)
-        reservations = view.reservations(name, pod=preemptor) if name in nominated else ()
-        later = node
-        if name in changed:
-            later, reservations = _as_it_will_be(view, node, reservations, preemptor, in_flight)
-        if reservations:  # as _evaluate holds them
-            here = {p.uid for p in later.pods}
-            reservations, _ = _holds_the_proposal_allows(later, preemptor, reservations, [p for p in proposed if p.uid in here])
-        return floor(later, reservations, kept_with_view=later is node)
+        if name not in nominated and name not in changed:
+            return floor(node, ())
+        here = _records_here(view, node, preemptor, in_flight, proposed)  # as _evaluate holds them
+        return floor(here.node, here.reservations, kept_with_view=here.node is node)
 
     return floor_of
 
@@ -404,11 +400,10 @@ def _evaluate(
             return _already_promised(name, taken)
         return _keep_scheduler_victims(name, proposed, budgets, screen, Cause.UNMODELLED, unmodelled)
 
-    reservations = view.reservations(name, pod=preemptor)
-    node, reservations = _as_it_will_be(view, node, reservations, preemptor, in_flight)
-    here = {p.uid for p in node.pods}
-    as_proposed, proposed = proposed, [p for p in proposed if p.uid in here]  # promised ones are gone, unless terminating
-    reservations, set_aside = _holds_the_proposal_allows(node, preemptor, reservations, proposed)
+    here = _records_here(view, node, preemptor, in_flight, proposed)
+    node, reservations, promised, set_aside = here
+    on = {p.uid for p in node.pods}
+    as_proposed, proposed = proposed, [p for p in proposed if p.uid in on]  # promised ones are gone, unless terminating
     at_least = _scheduler_sees_less(node, preemptor, reservations, proposed, promised)
     if set_aside and at_least is None:
         at_least = _freed(proposed, promised)
@@ -488,25 +483,48 @@ def _no_room_here(
     return dataclasses.replace(kept, verdict=Verdict.PASSED_THROUGH, cost=None)
 
 
-def _holds_the_proposal_allows(
-    node: NodeInfo, preemptor: Pod, reservations: tuple[Pod, ...], proposed: list[Pod]
-) -> tuple[tuple[Pod, ...], tuple[Pod, ...]]:
-    """(room held, room set aside): the nominations that hold room against the preemptor here.
+class _Here(NamedTuple):
+    """A candidate node as reprieve's records leave it (_records_here)."""
 
-    The scheduler counts the nominations it knows (policy.view.known_to_scheduler), from its
-    own nominator, which is never behind reprieve's view, and its victims make room for the
-    preemptor next to them. Where its victims make room in reprieve's view only once some of
-    those nominations are left out, the scheduler no longer holds their room (it cleared the
-    nomination, or the pod was bound or deleted): reprieve's record is older, and they are set
-    aside. Nominations the scheduler cannot know always hold. (The victims then free at least
-    as much as the scheduler's: policy.preempt._evaluate.)"""
-    known = tuple(h for h in reservations if known_to_scheduler(h, preemptor))
-    if not known or not proposed or _room_after(node, preemptor, reservations, proposed) is not None:
-        return reservations, ()
-    others = tuple(h for h in reservations if not known_to_scheduler(h, preemptor))
-    if _room_after(node, preemptor, others, proposed) is None:
-        return reservations, ()  # something else differs too: see _no_room_here
-    return others, known
+    node: NodeInfo  # without the victims of answers in flight held here (unless terminating)
+    reservations: tuple[Pod, ...]  # nominated pods and preemptors of answers in flight holding room
+    promised: set[str]  # UIDs of those answers' victims
+    set_aside: tuple[Pod, ...]  # holders the asking scheduler's proposal shows it has moved past
+
+
+def _records_here(
+    view: ClusterView, node: NodeInfo, preemptor: Pod, in_flight: Sequence[InFlight], proposed: Sequence[Pod]
+) -> _Here:
+    """The node once the records that hold room against the preemptor take effect: nominations
+    (view.reservations) and reprieve's answers in flight (_as_it_will_be: their victims gone,
+    their preemptors holding room).
+
+    The scheduler holds room for the pods it knows (its own nominations, and so the preemptors
+    of the answers it took from reprieve: policy.view.known_to_scheduler), from its nominator,
+    which is never behind reprieve's view, and its victims make room for the preemptor next to
+    them. Where its victims make room here only once some of those holders are left out, the
+    scheduler has moved past them (the nomination cleared, the pod bound or deleted): reprieve's
+    record is older, and their room is set aside. Holders the scheduler cannot know (another
+    scheduler's) always hold, and victims promised to an answer in flight stay promised: the
+    scheduler cannot know which pods reprieve named. (The victims then free at least as much as
+    the scheduler's: _evaluate.)"""
+    holders = view.reservations(node.name, pod=preemptor)
+    flights = _outranking(in_flight, node.name, preemptor)
+    later, held = _as_it_will_be(view, node, holders, preemptor, flights)
+    promised = {v.uid for f in flights for v in f.victims}
+    if not any(known_to_scheduler(h, preemptor) for h in held) or _makes_room(later, preemptor, held, proposed):
+        return _Here(later, held, promised, ())
+    others = tuple(h for h in held if not known_to_scheduler(h, preemptor))
+    if not _makes_room(later, preemptor, others, proposed):
+        return _Here(later, held, promised, ())  # something else differs too: see _no_room_here
+    return _Here(later, others, promised, tuple(h for h in held if known_to_scheduler(h, preemptor)))
+
+
+def _makes_room(node: NodeInfo, preemptor: Pod, held: Sequence[Pod], proposed: Sequence[Pod]) -> bool:
+    """The scheduler's victims still on ``node`` (those of answers in flight are gone already)
+    make room for the preemptor next to ``held``."""
+    on = {p.uid for p in node.pods}
+    return _room_after(node, preemptor, held, [p for p in proposed if p.uid in on]) is not None
 
 
 def _room_after(node: NodeInfo, preemptor: Pod, held: Sequence[Pod], gone: Sequence[Pod]) -> Vector | None:

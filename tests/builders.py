@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from policy import resources
 from policy.labels import Selector
 from policy.model import DisruptionBudget, Node, Pod
@@ -85,3 +87,21 @@ def view(nodes, pods, budgets=(), classes=()) -> ClusterView:
 
 def keys(pods) -> list[str]:
     return [p.name for p in pods]
+
+
+def scheduler_proposals(v: ClusterView, preemptor: Pod, in_flight=(), nodes=None) -> dict:
+    """What kube-scheduler proposes to the preempt verb on ``v`` (policy.stock's emulation) when
+    it has taken the answers ``in_flight``: its nominator holds their preemptors on their nodes
+    at once, while their victims still run until their deletions reach its cache."""
+    from policy import stock
+
+    if in_flight:
+        taken = {f.preemptor.uid: f.node for f in in_flight}
+        pods = [
+            dataclasses.replace(p, nominated_node_name=taken[p.uid]) if p.uid in taken and p.node_name is None else p
+            for p in v.pods.values()
+        ]
+        pods += [dataclasses.replace(f.preemptor, nominated_node_name=f.node) for f in in_flight if f.preemptor.uid not in v.pods]
+        v = ClusterView.build(nodes=[n.node for n in v.nodes.values()], pods=pods, budgets=[b for bs in v.budgets.values() for b in bs],
+                              priority_classes=v.priority_classes.values())
+    return stock.decide(view=v, preemptor=preemptor, node_names=nodes or list(v.nodes)).proposals

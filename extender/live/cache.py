@@ -9,6 +9,7 @@ import time
 
 from extender.live.apiserver import ApiServer
 from extender.live.changes import KINDS
+from extender.live.lag import Lag
 from extender.live.reflector import Reflector
 from extender.live.store import Store
 from extender.serving.metrics import Metrics
@@ -37,6 +38,7 @@ class LiveCluster:
         publish_interval: float = 0.05,
         watch_seconds: int = 60,
         silence_timeout: float = 75.0,
+        watch_delay: float = 0.0,
         on_first_view: Callable[[], None] = lambda: None,
         clock=time.monotonic,
     ) -> None:
@@ -54,12 +56,14 @@ class LiveCluster:
         self._lock = threading.Lock()
         self._listed: set[str] = set()
         self._out_of_sync_since: dict[str, float] = {kind: clock() for kind in KINDS}
-        self._first_unpublished: float | None = None
+        self._lag = Lag(clock)
+        self._watch_delay = watch_delay
         self._view: ClusterView | None = None
         self._versions: dict[str, str] = {}
         self._published_generation = -1
         self._threads: list[threading.Thread] = []
         metrics.cache_staleness.set_function(self.staleness)
+        metrics.cache_lag.set_function(self._lag.seconds)
 
     # ClusterSource
 
@@ -102,6 +106,8 @@ class LiveCluster:
                     on_sync=self._sync_changed,
                     on_event=self._count_event,
                     stop=self._stop,
+                    lag=self._lag,
+                    watch_delay=self._watch_delay,
                     watch_seconds=self._watch_seconds,
                     silence_timeout=self._silence_timeout,
                 )
@@ -137,10 +143,6 @@ class LiveCluster:
             "event": self._metrics.cache_events,
             "bookmark": self._metrics.cache_bookmarks,
         }[what].labels(kind).inc()
-        if what in ("event", "relist"):
-            with self._lock:
-                if self._first_unpublished is None:
-                    self._first_unpublished = self._clock()
         self._changed.set()
 
     def _publish_loop(self) -> None:
@@ -164,8 +166,8 @@ class LiveCluster:
             return
         with self._lock:
             all_listed = len(self._listed) == len(KINDS)
-            pending_since, self._first_unpublished = self._first_unpublished, None
         if all_listed and self._store.generation != self._published_generation:
+            pending_since = self._lag.publishing()
             started = self._clock()
             first = self._view is None
             self._published_generation, self._versions, self._view = self._store.build_view()

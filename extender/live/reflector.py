@@ -11,6 +11,7 @@ import urllib3
 
 from extender.live.apiserver import ApiError, ApiServer, Gone
 from extender.live.changes import Kind, event_change, key_of, record_of
+from extender.live.lag import Lag, delayed
 from extender.live.store import Store
 from policy.model import PriorityClass
 
@@ -28,6 +29,8 @@ class Reflector(threading.Thread):
         on_sync: Callable[[str, bool], None],
         on_event: Callable[[str, str], None],
         stop: threading.Event,
+        lag: Lag | None = None,
+        watch_delay: float = 0.0,
         page_size: int = 500,
         watch_seconds: int = 60,
         silence_timeout: float = 75.0,
@@ -38,6 +41,8 @@ class Reflector(threading.Thread):
         self._api, self._store, self._classes = api, store, classes
         self._on_sync, self._on_event = on_sync, on_event
         self._stopping = stop
+        self._lag = lag or Lag()
+        self._watch_delay = watch_delay  # a fault injected for tests (extender.live.lag.delayed)
         self._page_size = page_size
         self._watch_seconds = watch_seconds
         self._silence_timeout = silence_timeout
@@ -113,19 +118,34 @@ class Reflector(threading.Thread):
         # The server ends the stream after timeoutSeconds and sends bookmarks meanwhile, so a
         # stream silent for longer than silence_timeout (> watch_seconds) is dead.
         connected = lambda: self._on_sync(self.kind.name, True)  # noqa: E731
-        for event in self._api.watch(self.kind.path, params, read_timeout=self._silence_timeout, on_connect=connected):
-            kind = event.get("type")
-            obj = event.get("object") or {}
-            if kind == "ERROR":
-                if obj.get("code") == 410:
-                    raise Gone(410, obj.get("message", "too old resource version"))
-                raise ApiError(obj.get("code", 500), obj.get("message", "watch error"))
-            resource_version = (obj.get("metadata") or {}).get("resourceVersion", resource_version)
-            if kind == "BOOKMARK":
-                self._store.bookmark(self.kind.name, resource_version)
-                self._on_event(self.kind.name, "bookmark")
-                continue
-            key, record = event_change(self.kind, event, self._classes())
-            self._store.apply(self.kind.name, key, record, resource_version)
-            self._on_event(self.kind.name, "event")
+        name, lag = self.kind.name, self._lag
+        lag.restarted(name)
+        events = self._api.watch(self.kind.path, params, read_timeout=self._silence_timeout, on_connect=connected)
+        if self._watch_delay > 0:
+            events = delayed(events, self._watch_delay, lambda: lag.arrived(name))
+        for event in events:
+            if self._watch_delay <= 0:
+                lag.arrived(name)
+            try:
+                resource_version = self._handle(event, resource_version)
+            finally:
+                lag.applied(name)
+        return resource_version
+
+    def _handle(self, event: dict, resource_version: str) -> str:
+        """Apply one watch event; returns the resourceVersion it brings."""
+        kind = event.get("type")
+        obj = event.get("object") or {}
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                raise Gone(410, obj.get("message", "too old resource version"))
+            raise ApiError(obj.get("code", 500), obj.get("message", "watch error"))
+        resource_version = (obj.get("metadata") or {}).get("resourceVersion", resource_version)
+        if kind == "BOOKMARK":
+            self._store.bookmark(self.kind.name, resource_version)
+            self._on_event(self.kind.name, "bookmark")
+            return resource_version
+        key, record = event_change(self.kind, event, self._classes())
+        self._store.apply(self.kind.name, key, record, resource_version)
+        self._on_event(self.kind.name, "event")
         return resource_version

@@ -144,6 +144,11 @@ class Metrics:
         self.cache_event_lag = Histogram(
             "reprieve_cache_event_lag_seconds", "From a watch event's arrival to the view that includes it.", buckets=_BUCKETS, registry=r
         )
+        self.cache_lag = Gauge(
+            "reprieve_cache_lag_seconds",
+            "How long the oldest watch event that has arrived but is not yet in the published view has waited (0: none).",
+            registry=r,
+        )
         self.cache_publish_seconds = Histogram(
             "reprieve_cache_publish_seconds", "Time to build a new immutable view.", buckets=_BUCKETS, registry=r
         )

@@ -13,6 +13,7 @@ import uuid
 import pytest
 
 from tests.e2e.controlplane import ControlPlane, StartupError, build_toolchain
+from tests.e2e.lagged import DELAYS, LaggedPairs, scheduler_name
 from tests.e2e.scenario import Scenario
 
 
@@ -45,6 +46,14 @@ def plane(toolchain, tmp_path_factory):
     control.stop()
 
 
+@pytest.fixture(scope="session")
+def lagged(plane):
+    """kube-scheduler + reprieve pairs whose reprieve applies watch events late (tests/e2e/lagged.py)."""
+    pairs = LaggedPairs(plane)
+    yield pairs
+    pairs.stop()
+
+
 @pytest.fixture
 def scenario(plane):
     s = Scenario(plane, f"e2e-{uuid.uuid4().hex[:8]}")
@@ -68,7 +77,8 @@ def pytest_runtest_makereport(item, call):
                 report.sections.append((name, value))
     plane = item.funcargs.get("plane") or getattr(item.funcargs.get("scenario"), "plane", None)
     if report.failed and plane is not None:
-        for name in ("reprieve", "reprieve-shadow"):  # the second one: test_shadow.py
+        # The others: test_shadow.py's, and the lagged pairs' (tests/e2e/lagged.py).
+        for name in ("reprieve", "reprieve-shadow", *(f"reprieve-{scheduler_name(d)}" for d in DELAYS)):
             decisions = [l for l in plane.log(name).splitlines() if '"logger":"reprieve.decisions"' in l]
             if decisions:
                 report.sections.append((f"{name} decisions (last 10)", "\n".join(decisions[-10:])))

@@ -11,7 +11,7 @@ from policy.causes import Cause, Refusal
 from policy.model import InFlight
 from policy.preempt import SETTLE_SECONDS, Proposal, Verdict, decide
 from policy.qos import QoS
-from tests.builders import node, pod, view
+from tests.builders import node, pod, scheduler_proposals, view
 
 G, B = QoS.GUARANTEED, QoS.BURSTABLE
 NOW = 1_000_000.0
@@ -27,11 +27,12 @@ def burst_node(*, terminating=()):
     return fillers
 
 
-def after_a(proposed, *, a_priority=1000):
-    """A (``a_priority``) was answered f3 on the full n1 and the view shows nothing yet; B
-    (priority 1000) asks next with the scheduler proposing ``proposed`` (filler indexes)."""
+def after_a(proposed, *, a_priority=1000, a_scheduler="default-scheduler"):
+    """A (``a_priority``, of ``a_scheduler``) was answered f3 on the full n1 and the view shows
+    nothing yet; B (priority 1000, of the default scheduler) asks next with the scheduler
+    proposing ``proposed`` (filler indexes)."""
     fillers = burst_node()
-    a, b = pod("a", cpu=8, priority=a_priority), pod("b", cpu=8, priority=1000)
+    a, b = pod("a", cpu=8, priority=a_priority, scheduler=a_scheduler), pod("b", cpu=8, priority=1000)
     v = view([node("n1", cpu=32)], [*fillers, a, b])
     in_flight = [InFlight(a, "n1", (fillers[3],))]
     sent = Proposal(uids(*(fillers[i] for i in proposed)), 0)
@@ -45,11 +46,23 @@ def test_the_next_preemptor_never_gets_a_victim_already_promised():
     assert decision.answer == {"n1": Proposal(uids(fillers[2]), 0)}
 
 
-def test_a_stale_scheduler_proposal_of_a_promised_victim_gets_another_victim():
-    # The scheduler has not counted A yet and proposes B only f3, promised to A: reprieve knows
-    # A holds that room, so B needs f2.
-    decision, fillers = after_a((3,))
+def test_a_proposal_blind_to_another_schedulers_answer_gets_another_victim():
+    # Two schedulers share reprieve. B's scheduler cannot know A's nomination (A is another
+    # scheduler's pod) and proposes B only f3, promised to A: reprieve knows A holds that room,
+    # so B needs f2.
+    decision, fillers = after_a((3,), a_scheduler="second-scheduler")
     assert decision.answer == {"n1": Proposal(uids(fillers[2]), 0)}
+
+
+def test_a_proposal_that_shows_the_scheduler_moved_past_its_own_answer_sets_its_room_aside():
+    # The same proposal from A's own scheduler, which holds A's room from the moment it took the
+    # answer (its nominator, before the next cycle): proposing f3 alone, it shows it no longer
+    # holds A's room on n1 (A went elsewhere or was deleted). reprieve's record of A is older:
+    # A's room is set aside; f3 still goes (it was named for A), and B fits once it is gone, so
+    # no one else is evicted.
+    decision, fillers = after_a((3,))
+    assert decision.answer == {}
+    assert decision.outcomes[0].cause is Cause.LEAVING
 
 
 def test_without_the_record_the_victim_would_be_promised_twice():
@@ -59,7 +72,10 @@ def test_without_the_record_the_victim_would_be_promised_twice():
     ledger = Ledger()
     first = decide(view=v, preemptor=a, proposals={"n1": Proposal(uids(fillers[3]), 0)}, in_flight=ledger.in_flight(v))
     ledger.record(a, "n1", first.outcomes[0].victims)
-    second = decide(view=v, preemptor=b, proposals={"n1": Proposal(uids(fillers[3]), 0)}, in_flight=ledger.in_flight(v))
+    # The scheduler holds A's room and proposes f3 again (not deleted yet) and f2.
+    proposed = scheduler_proposals(v, b, ledger.in_flight(v))
+    assert set(proposed["n1"].uids) == set(uids(fillers[2], fillers[3]))
+    second = decide(view=v, preemptor=b, proposals=proposed, in_flight=ledger.in_flight(v))
     forgetful = decide(view=v, preemptor=b, proposals={"n1": Proposal(uids(fillers[3]), 0)})
     assert set(first.answer["n1"].uids).isdisjoint(second.answer["n1"].uids)
     assert forgetful.answer["n1"].uids == first.answer["n1"].uids  # the defect the record closes

@@ -11,7 +11,7 @@ from policy.model import HOST_PORTS
 from policy.causes import Cause
 from policy.preempt import Proposal, decide
 from policy.tenancy import Queue, Rules
-from tests.builders import node, pod, view
+from tests.builders import node, pod, scheduler_proposals, view
 
 RULES = Rules(
     queues=(
@@ -34,16 +34,18 @@ def scene():
 
 def ask(ledger, v, preemptor, standings=None, proposed=None):
     """One preempt decision on n1, recorded in ``ledger`` as the verb records it. The scheduler
-    proposes ``proposed`` (default: the youngest priority-10 pod, as it has deleted nothing)."""
+    proposes ``proposed`` (default: what kube-scheduler would, holding the room of the answers
+    it took while their victims still run: tests.builders.scheduler_proposals)."""
+    in_flight = ledger.in_flight(v)
     if proposed is None:
-        proposed = tuple(p.uid for p in v.nodes["n1"].pods if p.priority == 10)[-1:]
+        proposed = scheduler_proposals(v, preemptor, in_flight, ["n1"])["n1"].uids
     decision = decide(
         view=v,
         preemptor=preemptor,
         proposals={"n1": Proposal(proposed, 0)},
         rules=standings.rules if standings else None,
         standing=standings.of(v) if standings else None,
-        in_flight=ledger.in_flight(v),
+        in_flight=in_flight,
     )
     if decision.answer:
         (node,) = decision.answer
@@ -91,9 +93,10 @@ def test_records_expire_and_clear_once_the_view_shows_them():
 
 def test_victims_in_flight_are_not_named_twice_and_their_room_stays_held():
     # No policy: only the node accounting matters (issue 9's burst, in small). n1 (6 cpu) runs
-    # six 1-cpu pods of priority 10; two pending pods of priority 100 ask in a row, and the
-    # scheduler proposes the same youngest victim for both (it has not deleted it yet). The
-    # second answer must name another pod: the first victim's room is the first preemptor's.
+    # six 1-cpu pods of priority 10; two pending pods of priority 100 ask in a row. For the
+    # second the scheduler proposes the first's victim again (it has not seen it deleted yet)
+    # and one more, for the room it holds for the first. The second answer must name another
+    # pod only: the first victim's room is the first preemptor's.
     running = [pod(f"t{i}", node="n1", cpu=1, priority=10, start=i) for i in range(6)]
     first, second = (pod(f"p{i}", cpu=1, priority=100) for i in (1, 2))
     v = view([node("n1", cpu=6)], [*running, first, second])
@@ -104,12 +107,13 @@ def test_victims_in_flight_are_not_named_twice_and_their_room_stays_held():
     assert [p.name for p in two.outcomes[0].victims] == ["t4"]
 
 
-def one_after_another(cluster, first, second, *, proposed):
+def one_after_another(cluster, first, second, *, proposed=None):
     """Two preempt decisions on n1 over the same view, the scheduler proposing ``proposed`` to
-    both; the first answer is recorded in flight. Returns the second decision."""
+    both (default: what it would propose); the first answer is recorded in flight. Returns the
+    second decision."""
     ledger, standings = Ledger(), Standings(Rules())
     for preemptor in (first, second):
-        decision = ask(ledger, cluster, preemptor, standings, proposed=(proposed.uid,))
+        decision = ask(ledger, cluster, preemptor, standings, proposed=proposed and (proposed.uid,))
     return decision
 
 
@@ -119,7 +123,7 @@ def test_a_preemptor_nominated_elsewhere_still_holds_the_room_it_moves_to():
     v_, w = pod("v", node="n1", cpu=1), pod("w", node="n1", cpu=3, start=1)
     p, q = pod("p", cpu=1, priority=100, nominated="n2"), pod("q", cpu=1, priority=50)
     cluster = view([node("n1", cpu=4), node("n2", cpu=4)], [v_, w, p, q, pod("big", node="n2", cpu=4, priority=1000)])
-    second = one_after_another(cluster, p, q, proposed=v_)
+    second = one_after_another(cluster, p, q)
     assert [x.name for x in second.outcomes[0].victims] == ["w"]
 
 
