@@ -405,7 +405,7 @@ def _evaluate(
     on = {p.uid for p in node.pods}
     as_proposed, proposed = proposed, [p for p in proposed if p.uid in on]  # promised ones are gone, unless terminating
     at_least = _scheduler_sees_less(node, preemptor, reservations, proposed, promised)
-    if set_aside and at_least is None:
+    if at_least is None and (set_aside or _maybe_assumed(view, name, preemptor)):
         at_least = _freed(proposed, promised)
     selection = select_victims(
         node=node,
@@ -566,6 +566,21 @@ def _scheduler_sees_less(
     if room is not None and any(all(p.requests.get(r, 0) <= room[r] for r in room) for p in live):
         return _freed(proposed, promised)
     return None
+
+
+def _maybe_assumed(view: ClusterView, name: str, preemptor: Pod) -> bool:
+    """A pod of the scheduler's own is nominated here with a lower priority than the preemptor.
+
+    Such a nomination holds no room against the preemptor if it is a preemption's, but it may
+    be a binding cycle's (NominatedNodeNameForExpectation): then the scheduler has the pod
+    assumed on the node, counted against every pod, or bound already where reprieve's view has
+    not seen it yet. reprieve cannot tell the two apart (docs/upstream-semantics.md), and its
+    victims could free too little in the scheduler's view, where the proposal's minimal victims
+    need not show the difference: they free at least as much as the scheduler's instead."""
+    return any(
+        p.priority < preemptor.priority and known_to_scheduler(p, preemptor) and p.key != preemptor.key
+        for p in view.nominated.get(name, ())
+    )
 
 
 def _nameable(proposed: set[str], now: float | None) -> Callable[[Pod], bool]:

@@ -73,7 +73,7 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if report.when == "call":
         for name, value in item.user_properties:
-            if name in ("burst", "describe", "takeover"):
+            if name in ("burst", "describe", "takeover", "races"):
                 report.sections.append((name, value))
     plane = item.funcargs.get("plane") or getattr(item.funcargs.get("scenario"), "plane", None)
     if report.failed and plane is not None:

@@ -33,3 +33,15 @@ def test_burst_of_preemptors(scenario, scheduler, exact, shape, record_property)
     result = burst(scenario, shape, scheduler)
     record_property("burst", result.summary())
     expect_burst(result, exact=exact)
+
+
+@pytest.mark.parametrize("shape", [pytest.param(s, id=s.id) for s in SHAPES.values()])
+@pytest.mark.parametrize("lag", [pytest.param(0.5, id="watch-500ms-late"), pytest.param(2.0, id="watch-2s-late")])
+def test_burst_through_a_reprieve_whose_watch_lags(scenario, lagged, lag, shape, record_property):
+    # The same bursts through a scheduler whose reprieve applies every watch event late on
+    # purpose (tests/e2e/lagged.py): the scheduler's view runs ahead of reprieve's through the
+    # whole wave. Held to reprieve's own standard: all bound, one preemption and one victim each.
+    scheduler = lagged.scheduler(lag)
+    result = burst(scenario, shape, scheduler, log=scheduler, reprieve_port=lagged.ports[lag])
+    record_property("burst", result.summary())
+    expect_burst(result, exact=True)

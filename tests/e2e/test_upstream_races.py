@@ -16,6 +16,9 @@ defaults (both on) run.
 
 from __future__ import annotations
 
+import json
+from collections import Counter
+
 import pytest
 
 from tests.e2e.client import wait_for
@@ -64,8 +67,18 @@ def delete_all_pods(scenario: Scenario) -> None:
     wait_for("every pod to be gone", lambda: not scenario.kube.list("Pod", scenario.ns), 60)
 
 
+def preempt_decisions(scenario: Scenario, lagged, scheduler: str, lag: float, pod: str) -> list[dict]:
+    """The decision log lines of the reprieve behind ``scheduler`` for ``pod``'s preempt calls."""
+    key = f"{scenario.ns}/{pod}"
+    if lag:
+        return lagged.decisions(lag, "preempt", key)
+    lines = [json.loads(l) for l in scenario.plane.log("reprieve").splitlines() if l.startswith("{")]
+    return [l for l in lines if l.get("logger") == "reprieve.decisions" and l["msg"] == "preempt" and l.get("pod") == key]
+
+
 @pytest.mark.parametrize("scheduler, lag, repetitions", VIA)
-def test_preemption_races(scenario: Scenario, lagged, scheduler, lag, repetitions):
+def test_preemption_races(scenario: Scenario, lagged, request, scheduler, lag, repetitions):
+    via = scheduler
     scheduler = scheduler_for(lagged, scheduler, lag)
     scenario.node("node1", cpu="5000m", memory="5000", pods=100)
     rpods, ppods = [f"rpod-{i}" for i in range(2)], [f"ppod-{i}" for i in range(20)]
@@ -83,3 +96,47 @@ def test_preemption_races(scenario: Scenario, lagged, scheduler, lag, repetition
         if scheduler != STOCK:  # reprieve: the one medium pod needed, no more
             assert len(evicted(scenario, rpods)) == 1, f"repetition {repetition}: evicted {evicted(scenario, rpods)}"
         delete_all_pods(scenario)
+    if via != STOCK:  # reprieve was asked, every repetition
+        decisions = preempt_decisions(scenario, lagged, scheduler, lag, "preemptor-pod")
+        outcomes = Counter(d["outcome"] for d in decisions)
+        request.node.user_properties.append(("races", f"{scheduler}: preempt outcomes {dict(outcomes)}"))
+        assert outcomes["answered"] >= repetitions, outcomes
+
+
+@pytest.mark.parametrize("scheduler, lag, repetitions", [p for p in VIA])
+def test_a_preemptor_recreated_under_its_name_while_its_answer_is_in_flight(scenario: Scenario, lagged, request, scheduler, lag, repetitions):
+    # Not upstream's, but the name reuse its race turned on, made deliberate: n1 (4 cpu) is full
+    # of four 1-cpu priority-1 pods that take 2 s to terminate. 'pre' (priority 100, 1 cpu) is
+    # answered and nominated, and deleted and created again under its name while its victim is
+    # still terminating; three more priority-1 pods arrive right behind it (they cannot preempt
+    # the fillers, only take room). The new 'pre' must be bound, none of the three may take its
+    # room, and at most one more pod may go for it.
+    scheduler = scheduler_for(lagged, scheduler, lag)
+    n1 = scenario.node("n1", cpu="4")
+    fillers = [f"f{i}" for i in range(4)]
+    for name in fillers:
+        scenario.pod(name, cpu="1", priority=1, node=n1, grace=2, scheduler=scheduler)
+    scenario.running_all(*fillers)
+    for repetition in range(min(repetitions, 3)):
+        scenario.pod("pre", cpu="1", priority=100, scheduler=scheduler, grace=0)
+        wait_for("the first 'pre' to be nominated or bound", lambda: scenario.nominated("pre") or scenario.node_of("pre"), 30, 0.05)
+        scenario.kube.delete("Pod", "pre", scenario.ns, grace=0)
+        scenario.gone("pre")
+        scenario.pod("pre", cpu="1", priority=100, scheduler=scheduler, grace=0)
+        late = [f"late{i}" for i in range(3)]
+        for name in late:
+            scenario.pod(name, cpu="1", priority=1, scheduler=scheduler, grace=0)
+        assert bound(scenario, "pre", 30) == n1
+        gone = evicted(scenario, fillers)
+        request.node.user_properties.append(("races", f"{scheduler} repetition {repetition}: evicted {gone}"))
+        assert len(gone) <= 2, f"repetition {repetition}: evicted {gone}"
+        for name in late:
+            assert never_scheduled(scenario, name) and not scenario.terminating(name), f"{name} took the room"
+        # Next repetition: the same, on a node full again.
+        for name in [*late, "pre", *gone]:
+            scenario.kube.delete("Pod", name, scenario.ns, grace=0)
+        for name in [*late, "pre", *gone]:
+            scenario.gone(name)
+        for name in gone:
+            scenario.pod(name, cpu="1", priority=1, node=n1, grace=2, scheduler=scheduler)
+        scenario.running_all(*fillers)

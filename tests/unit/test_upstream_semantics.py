@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from extender.state.ledger import Ledger
 from policy.causes import Cause
 from policy.filter import filter_nodes
@@ -100,3 +102,21 @@ def test_a_bound_pod_with_a_stale_nomination_counts_once_as_bound():
     assert v.nominated == {}
     assert [p.name for p in v.nodes["n1"].pods] == ["done"]
     assert filter_nodes(view=v, pod=pod("next", cpu=4, priority=100), node_names=["n1"]).passed == ("n1",)
+
+
+def test_a_lower_priority_pod_nominated_here_may_be_assumed_so_victims_free_as_much_as_the_proposals():
+    # n0 (8 cpu) runs b0, b1 (1 cpu, priority 0) and b2 (4, priority 0); w (priority 1, 1 cpu) is
+    # nominated to n0 in reprieve's view. The scheduler has it assumed there (its binding cycle)
+    # or bound already, so for 'pre' (3 cpu) its minimal victim is b2 (4 cpu). In reprieve's view
+    # w holds nothing against 'pre' and b1 alone would do: 6 - 1 + 3 = 8. In the scheduler's view
+    # b1 alone leaves 7 - 1 + 3 = 9 > 8. reprieve cannot tell a binding cycle's nomination from a
+    # preemption's, so its victims free at least the scheduler's 4 cpu.
+    bound = [pod("b0", node="n0", cpu=1, start=0), pod("b1", node="n0", cpu=1, start=2), pod("b2", node="n0", cpu=4, start=1)]
+    w = pod("w", cpu=1, priority=1, nominated="n0")
+    v = view([node("n0", cpu=8)], [*bound, w])
+    decision = decide(view=v, preemptor=pod("pre", cpu=3, priority=5), proposals={"n0": Proposal((bound[2].uid,), 0)})
+    assert decision.answer == {"n0": Proposal((bound[2].uid,), 0)}
+    # Another scheduler's pod is never in this scheduler's cache: b1 alone.
+    theirs = view([node("n0", cpu=8)], [*bound, dataclasses.replace(w, scheduler_name="volcano")])
+    decision = decide(view=theirs, preemptor=pod("pre", cpu=3, priority=5), proposals={"n0": Proposal((bound[2].uid,), 0)})
+    assert decision.answer == {"n0": Proposal((bound[1].uid,), 0)}
