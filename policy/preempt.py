@@ -331,17 +331,23 @@ def _ineligible(view: ClusterView, preemptor: Pod, in_flight: Sequence[InFlight]
     """preemptionPolicy Never; or nominated to a node where lower-priority pods are leaving
     and their room, once free, is enough for the preemptor: it waits for them.
 
-    Upstream waits whenever such a pod is terminating because of preemption. reprieve also
-    checks that the room will be the preemptor's: pods nominated there that outrank it (or,
-    at equal priority, were created first) and answers in flight hold it first. A preemptor
-    whose room was taken by another may preempt again at once instead of waiting for nothing.
+    Upstream waits whenever such a pod is terminating because of preemption, and checks that
+    before it asks the extender: asked, the scheduler has judged that no pod it preempted is
+    still terminating there (in its view, never behind reprieve's on its own deletions). So
+    pods marked preempted (DisruptionTarget) are left to that judgement: waiting for them where
+    the scheduler has already seen them go would leave the preemptor pending, with no deletion
+    left to wake it. reprieve also waits for pods terminating for other reasons (deleted by a
+    person or a controller), which upstream does not, if their room will be the preemptor's:
+    pods nominated there that outrank it (or, at equal priority, were created first) and
+    answers in flight hold it first. A preemptor whose room was taken by another may preempt
+    again at once instead of waiting for nothing.
     """
     if preemptor.preemption_never:
         return Refusal.NEVER, "preemptionPolicy is Never"
     nominated = view.nodes.get(preemptor.nominated_node_name or "")
     if nominated is None:
         return Refusal.NONE, ""
-    leaving = [p for p in nominated.pods if p.terminating and p.priority < preemptor.priority]
+    leaving = [p for p in nominated.pods if p.terminating and not p.preempted and p.priority < preemptor.priority]
     if not leaving:
         return Refusal.NONE, ""
     holders = [

@@ -4,6 +4,8 @@ preemptor left waiting for room another one took."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from extender.state.ledger import Ledger
@@ -229,3 +231,15 @@ def test_a_preemptor_whose_room_an_answer_in_flight_took_preempts_again():
     assert decide(view=v, preemptor=b, proposals=proposals).refusal is Refusal.VICTIMS_TERMINATING
     in_flight = [InFlight(a, "n1", (fillers[3],))]  # A holds n1's room in reprieve's record
     assert decide(view=v, preemptor=b, proposals=proposals, in_flight=in_flight).answer
+
+
+def test_a_preemptor_never_waits_for_its_own_victims_when_the_scheduler_asks():
+    # A (nominated to n1) preempted f3, which reprieve's view still shows terminating with the
+    # scheduler's DisruptionTarget mark. The scheduler checks exactly that before it asks the
+    # extender: asked, it has seen f3 go. Waiting would strand A (no deletion left to wake it).
+    fillers = [dataclasses.replace(f, preempted=True) if f.name == "f3" else f for f in burst_node(terminating=("f3",))]
+    a = pod("a", cpu=8, priority=1000, nominated="n1", created=1)
+    n2 = [pod(f"g{i}", node="n2", cpu=8, start=i) for i in range(4)]
+    v = view([node("n1", cpu=32), node("n2", cpu=32)], [*fillers, *n2, a])
+    decision = decide(view=v, preemptor=a, proposals={"n2": Proposal(uids(n2[3]), 0)})
+    assert decision.refusal is Refusal.NONE and decision.answer == {"n2": Proposal(uids(n2[3]), 0)}
