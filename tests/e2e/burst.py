@@ -138,7 +138,7 @@ def prepare(scenario: Scenario, kube: Kube, shape: Shape, *, labels: dict, repri
         return len(pods) == len(bodies) and all(p["status"].get("phase") == "Running" for p in pods) and pods
 
     for pod in wait_for("fillers running", all_running, timeout=60):
-        scenario._saw("pods", pod)
+        scenario.saw("pods", pod)
     scenario.synced(port=reprieve_port)
 
 
@@ -241,15 +241,15 @@ class _BindWatch(threading.Thread):
             try:
                 listed = self._kube.request("GET", self._path, params={"labelSelector": self._selector})
                 for pod in listed.get("items") or ():
-                    self._saw(pod)
+                    self.saw(pod)
                 params = {"labelSelector": self._selector, "resourceVersion": listed["metadata"]["resourceVersion"], "timeoutSeconds": 600}
                 for event in self._kube.watch(self._path, params, read_timeout=30, on_connect=self._connected.set):
                     if event.get("type") in ("ADDED", "MODIFIED"):
-                        self._saw(event["object"])
+                        self.saw(event["object"])
             except Exception:  # closed by stop(), or a quiet or broken stream: list and watch again
                 self._stopping.wait(0.2)
 
-    def _saw(self, pod: dict) -> None:
+    def saw(self, pod: dict) -> None:
         if (pod.get("spec") or {}).get("nodeName"):
             with self._lock:
                 self._bound.setdefault(pod["metadata"]["name"], time.monotonic())

@@ -22,7 +22,8 @@ class Scenario:
         self.written: dict[str, int] = {}  # reprieve's kind name -> newest resourceVersion this test saw
         self.kube.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
 
-    def _saw(self, kind: str, obj: dict) -> dict:
+    def saw(self, kind: str, obj: dict) -> dict:
+        """Note what this test wrote or read (``obj``'s resourceVersion), for ``synced``."""
         rv = int(obj["metadata"]["resourceVersion"])
         self.written[kind] = max(self.written.get(kind, 0), rv)
         return obj
@@ -48,7 +49,7 @@ class Scenario:
     def node(self, name: str, *, cpu: str = "10", memory: str = "64Gi", pods: int = 110) -> str:
         name = f"{self.ns}-{name}"
         allocatable = {"cpu": cpu, "memory": memory, "pods": str(pods)}
-        self._saw("nodes", self.kube.create(
+        self.saw("nodes", self.kube.create(
             {
                 "apiVersion": "v1",
                 "kind": "Node",
@@ -85,7 +86,7 @@ class Scenario:
             "spec": self.pod_spec(**spec),
         }
         # The Priority admission plugin may not have seen a brand-new PriorityClass yet.
-        return self._saw("pods", wait_for(f"pod {name} admitted", lambda: self._try_create(body), timeout=15))
+        return self.saw("pods", wait_for(f"pod {name} admitted", lambda: self._try_create(body), timeout=15))
 
     def replicaset(self, name: str, *, replicas: int, labels: dict, **spec) -> None:
         """A ReplicaSet whose pods carry ``labels`` (its selector) and ``spec`` (see pod_spec)."""
@@ -195,7 +196,7 @@ class Scenario:
             pod = self.get(name)
             return pod and pod["status"].get("phase") == "Running" and pod
 
-        return self._saw("pods", wait_for(f"{self.ns}/{name} to run", check, timeout))["spec"]["nodeName"]
+        return self.saw("pods", wait_for(f"{self.ns}/{name} to run", check, timeout))["spec"]["nodeName"]
 
     def running_all(self, *names: str, timeout: float = 30) -> None:
         for name in names:
@@ -228,11 +229,11 @@ class Scenario:
             status = pdb.get("status") or {}
             return status.get("currentHealthy") == healthy and status.get("disruptionsAllowed") == allowed and pdb
 
-        self._saw("poddisruptionbudgets", wait_for(f"PDB {name} status", check, timeout=30))
+        self.saw("poddisruptionbudgets", wait_for(f"PDB {name} status", check, timeout=30))
 
     def nominate(self, name: str, node: str) -> None:
         """Set status.nominatedNodeName, as a scheduler does after preempting for the pod."""
-        self._saw("pods", self.kube.patch_status("Pod", name, self.ns, {"nominatedNodeName": node}))
+        self.saw("pods", self.kube.patch_status("Pod", name, self.ns, {"nominatedNodeName": node}))
 
     # --------------------------------------------------------------- teardown
 

@@ -51,7 +51,7 @@ def settle(scenario, *, test_replicas: int, prod_replicas: int, scheduler: str, 
     scenario.replicaset("prod", replicas=prod_replicas, labels=PROD, priority=100, cpu="1", **spec)
     wait_for("Prod running", lambda: len(running(scenario, PROD)) == prod_replicas)
     for pod in scenario.pods_with(TEST) + scenario.pods_with(PROD):
-        scenario._saw("pods", pod)
+        scenario.saw("pods", pod)
     scenario.synced()
 
 

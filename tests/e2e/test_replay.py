@@ -49,7 +49,7 @@ def _build(scenario: Scenario, objects: list[dict]) -> dict[str, dict]:
     for node in (o for o in objects if o["kind"] == "Node"):
         name = f"{scenario.ns}-{node['metadata']['name']}"
         allocatable = node["status"]["allocatable"]
-        scenario._saw("nodes", scenario.kube.create({
+        scenario.saw("nodes", scenario.kube.create({
             "apiVersion": "v1",
             "kind": "Node",
             "metadata": {"name": name, "labels": {"e2e/scenario": scenario.ns}},
@@ -67,7 +67,7 @@ def _build(scenario: Scenario, objects: list[dict]) -> dict[str, dict]:
             p = pods[name]
             body = _pod(scenario, p, classes, scheduler=STOCK)
             body["spec"]["nodeName"] = f"{scenario.ns}-{p['spec']['nodeName']}"
-            scenario._saw("pods", scenario.kube.create(body))
+            scenario.saw("pods", scenario.kube.create(body))
         scenario.running_all(*names)
     for pdb in (o for o in objects if o["kind"] == "PodDisruptionBudget"):
         scenario.pdb(pdb["metadata"]["name"], match=pdb["spec"]["selector"]["matchLabels"], min_available=pdb["spec"]["minAvailable"])

@@ -7,13 +7,10 @@ the Priority admission plugin is on here); each case has its own namespace and n
 a nodeSelector for them (Scenario), where upstream has an apiserver of its own; pod shapes are
 upstream's (cpu requests only, the API's default 30 s grace).
 
-TestNominatedNode: upstream runs it only with NominatedNodeNameForExpectation off (its loop over
-that gate is {false}); on, the v1.36.3 default, the scheduler no longer clears a nomination when
-scheduling fails, which is what these cases check. So this module starts two more kube-schedulers
-with --feature-gates=NominatedNodeNameForExpectation=false, for this module only: a stock one and
-one with reprieve (the shared one) as its extender. "fake-node" keeps its cpu capacity (memory,
-which no pod requests, is Scenario's default); "taint-node" belongs to the case's nodes but carries
-upstream's taint, which no pod tolerates.
+TestNominatedNode: "fake-node" keeps upstream's cpu capacity (memory, which no pod requests, is
+Scenario's default); "taint-node" belongs to the case's nodes but carries upstream's taint, which
+no pod tolerates; deleting "fake-node" leaves the medium pod no node at all, as upstream's
+empty cluster does, since the case's pods select only the case's nodes.
 
 TestPreferNominatedNode: upstream wraps the scheduler's NextPod so that every pod it pops carries
 .status.nominatedNodeName "node-1" in memory. A real scheduler cannot be wrapped, so the
@@ -22,33 +19,29 @@ subresource, and then the gate removed: the scheduler first meets the pod nomina
 The assertions are upstream's.
 
 Upstream cases that cannot run here:
-- TestNominatedNode "mid-priority pod preempts low-priority pod, but failed the scheduling
-  unexpectedly": needs an in-process PreBind plugin (alwaysFailPlugin) failing the medium pod's
-  binding; an extender cannot fail PreBind.
+- TestNominatedNode "mid-priority pod preempts low-priority pod, but failed on PreBind": needs an
+  in-process PreBind plugin (alwaysFailPlugin) failing the medium pod's binding; an extender
+  cannot fail PreBind.
 
-Feature gates not run (per process; one setting each here):
-- TestNominatedNode: SchedulerAsyncPreemption=false and SchedulerAsyncAPICalls=true (3 of
-  upstream's 4 combinations; runs SchedulerAsyncPreemption=true, SchedulerAsyncAPICalls=false,
-  NominatedNodeNameForExpectation=false); NominatedNodeNameForExpectation=true is not run
-  upstream either.
+Feature gates not run (they are per process; only the v1.36.3 defaults run here):
+- TestNominatedNode: SchedulerAsyncPreemption=false, SchedulerAsyncAPICalls=true and
+  NominatedNodeNameForExpectation=false, in every combination but the defaults (7 of 8; the
+  defaults are SchedulerAsyncPreemption=true, SchedulerAsyncAPICalls=false,
+  NominatedNodeNameForExpectation=true).
 - TestPreferNominatedNode: SchedulerAsyncPreemption=false (runs the defaults).
 """
 
 from __future__ import annotations
 
 import pytest
-import yaml
 
 from extender.live.apiserver import ApiError
 from tests.e2e.client import wait_for
 from tests.e2e.scenario import REPRIEVE, STOCK, Scenario
-from tests.ports import free_port
 
 LOW, MEDIUM, HIGH = 100, 200, 300  # upstream's lowPriority, mediumPriority, highPriority
 
 VIA = [pytest.param(STOCK, id="stock"), pytest.param(REPRIEVE, id="reprieve")]
-
-GATES = "--feature-gates=NominatedNodeNameForExpectation=false"
 
 
 def make_pod(
@@ -87,39 +80,17 @@ def bound(scenario: Scenario, name: str, timeout: float = 30) -> str:
 
 def nominated(scenario: Scenario, name: str, timeout: float = 30) -> str:
     """Upstream's WaitForNominatedNodeName: .status.nominatedNodeName set (100 ms polls, 30 s)."""
-    return wait_for(f".status.nominatedNodeName of {name} to be set", lambda: scenario.nominated(name), timeout, interval=0.1)
+
+    def check():
+        pod = scenario.get(name)
+        return pod and (pod.get("status") or {}).get("nominatedNodeName") and pod
+
+    pod = wait_for(f".status.nominatedNodeName of {name} to be set", check, timeout, interval=0.1)
+    scenario.saw("pods", pod)  # for Scenario.synced: reprieve must see the nomination too
+    return pod["status"]["nominatedNodeName"]
 
 
 # --------------------------------------------------------------------------- TestNominatedNode
-
-
-@pytest.fixture(scope="module")
-def nnn_off(plane):
-    """Two more kube-schedulers with NominatedNodeNameForExpectation off: stock, and one whose
-    extender is the shared reprieve (extenders are per process, gates per process)."""
-    names = {STOCK: "upstream-stock-nnn-off", REPRIEVE: "upstream-reprieve-nnn-off"}
-    stock = {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "clientConnection": plane.client_connection(),
-        "leaderElection": {"leaderElect": False},
-        "profiles": [{"schedulerName": names[STOCK]}],
-    }
-    configs = {STOCK: plane.work / f"{names[STOCK]}.yaml", REPRIEVE: plane.scheduler_config(names[REPRIEVE], plane.reprieve_port)}
-    configs[STOCK].write_text(yaml.safe_dump(stock, sort_keys=False))
-    try:
-        for side, name in names.items():
-            port = free_port()
-            # ControlPlane.start_scheduler takes no extra flags; this is its command plus the gate.
-            plane._spawn(
-                name,
-                [*plane._component("kube-scheduler", port), f"--config={configs[side]}", "-v=4", GATES],
-                lambda port=port: plane._secure_healthz(port),
-            )
-        yield names
-    finally:
-        for name in names.values():
-            plane.stop_process(name)
 
 
 def cpu(n: str) -> dict:
@@ -135,10 +106,10 @@ NOMINATED_CASES = [
         {}, "5",
         [
             ([("low-1", LOW, "1"), ("low-2", LOW, "1"), ("low-3", LOW, "1"), ("low-4", LOW, "1")], "bound"),
-            ([("medium", MEDIUM, "4")], "nominated"),
-            ([("high", HIGH, "3")], "nominated"),
+            ([("medium", MEDIUM, "3")], "nominated"),
+            ([("high", HIGH, "4")], "nominated"),
         ],
-        False, [],
+        False, ["low-1", "low-2", "low-3", "low-4"],
         id="mid-priority-pod-preempts-low-priority-pod-followed-by-a-high-priority-pod-with-another-preemption",
     ),
     pytest.param(
@@ -164,18 +135,21 @@ NOMINATED_CASES = [
 
 @pytest.mark.parametrize("scheduler", VIA)
 @pytest.mark.parametrize("init_nodes, capacity, batches, delete_node, delete_pods", NOMINATED_CASES)
-def test_nominated_node(scenario: Scenario, nnn_off, scheduler, init_nodes, capacity, batches, delete_node, delete_pods):
-    scheduler = nnn_off[scheduler]
+def test_nominated_node(scenario: Scenario, scheduler, init_nodes, capacity, batches, delete_node, delete_pods):
     for name, n in init_nodes.items():
         node = scenario.node(name, cpu=n, pods=32)
-        scenario._saw("nodes", scenario.kube.patch("Node", node, None, {"spec": {"taints": TAINT}}))
+        scenario.saw("nodes", scenario.kube.patch("Node", node, None, {"spec": {"taints": TAINT}}))
     fake_node = scenario.node("fake-node", cpu=capacity, pods=32)
     for pods, check in batches:
         scenario.synced()
         for name, priority, n in pods:
             make_pod(scenario, name, priority=priority, scheduler=scheduler, requests=cpu(n))
         for name, _, _ in pods:
-            (bound if check == "bound" else nominated)(scenario, name)
+            if check == "bound":
+                bound(scenario, name)
+                scenario.running(name)  # and for Scenario.synced: reprieve must see it bound
+            else:
+                nominated(scenario, name)
     if delete_node:
         scenario.kube.delete("Node", fake_node, grace=0)
     for name in delete_pods:
@@ -207,5 +181,5 @@ def test_prefer_nominated_node(scenario: Scenario, scheduler, existing_on, preem
     # In place of upstream's NextPod wrapper: nominated to node-1 while gated, then released.
     scenario.nominate(preemptor, nodes["node-1"])
     scenario.synced()
-    scenario._saw("pods", scenario.kube.patch("Pod", preemptor, scenario.ns, {"spec": {"schedulingGates": None}}))
+    scenario.saw("pods", scenario.kube.patch("Pod", preemptor, scenario.ns, {"spec": {"schedulingGates": None}}))
     assert bound(scenario, preemptor) == nodes[running_node]

@@ -28,6 +28,16 @@ Upstream cases that cannot run here:
   WaitOnPermit.
 - TestPreemptionRespectsBindingPod: needs an in-process PreBind plugin blocking the victim.
 - TestPreemptionRaces: ported in test_upstream_races.py.
+- (Beside these files, preemption/podgrouppreemption_test.go, TestPodGroupPreemption's 13 cases,
+  is not ported: it needs the alpha gates GenericWorkload, GangScheduling and
+  WorkloadAwarePreemption, off by default, and the scheduling.k8s.io/v1alpha2 PodGroup API.)
+
+Cases ported with more than the generic adaptations: TestDisablePreemption runs through two more
+kube-schedulers started for this module only (stock, and one whose extender is the shared
+reprieve), each with upstream's profile (DefaultPreemption disabled at PostFilter); upstream's
+TestPreemption token filter plugin is dropped (its cases here have 1000 tokens: it admits every
+pod); TestReadWriteOncePodPreemption's volumes and claims are API objects only (pre-bound claims
+need no volume controller, and the fake kubelet mounts nothing).
 
 Feature gates not run (they are per process; only the v1.36.3 defaults run here:
 SchedulerAsyncPreemption=true, SchedulerAsyncAPICalls=false,
@@ -63,16 +73,10 @@ DEFAULT_POD_RES = {"cpu": "100m", "memory": "100"}  # upstream's defaultPodRes
 # --------------------------------------------------------------------------- builders
 
 
-def labelled_node(scenario: Scenario, name: str, *, labels: dict | None = None, taints: list | None = None, **shape) -> str:
-    """Scenario.node, plus upstream's node labels (e.g. ``node=node1`` for anti-affinity) and taints."""
+def labelled_node(scenario: Scenario, name: str, *, labels: dict, **shape) -> str:
+    """Scenario.node, plus upstream's node labels (``node=<name>``, the anti-affinity topology key)."""
     node = scenario.node(name, **shape)
-    patch = {}
-    if labels:
-        patch["metadata"] = {"labels": labels}
-    if taints:
-        patch["spec"] = {"taints": taints}
-    if patch:
-        scenario._saw("nodes", scenario.kube.patch("Node", node, None, patch))
+    scenario.saw("nodes", scenario.kube.patch("Node", node, None, {"metadata": {"labels": labels}}))
     return node
 
 
@@ -339,6 +343,15 @@ def test_pod_priority_resolution(scenario: Scenario, scheduler, name, priority_c
     # are deleted here, and upstream's CleanupNodes, which deletes every node, is not ported).
     scenario.node("node1", **NODE)
     body = pod_body(scenario, name, priority=0, scheduler=scheduler, namespace="kube-system", priority_class=priority_class)
+
+    def get() -> dict | None:
+        try:
+            return scenario.kube.get_obj("Pod", name, "kube-system")
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
     try:
         if isinstance(expected, str):
             with pytest.raises(ApiError) as exc:
@@ -346,11 +359,11 @@ def test_pod_priority_resolution(scenario: Scenario, scheduler, name, priority_c
             assert exc.value.status == 403 and str(exc.value) == f"HTTP 403: {expected}"
             return
         scenario.kube.create(body)
-        wait_for(f"{name} to be bound", lambda: scenario.kube.get_obj("Pod", name, "kube-system")["spec"].get("nodeName"), 30, interval=0.1)
-        assert scenario.kube.get_obj("Pod", name, "kube-system")["spec"].get("priority") == expected
+        pod = wait_for(f"{name} to be bound", lambda: (p := get()) and p["spec"].get("nodeName") and p, 30, interval=0.1)
+        assert pod["spec"].get("priority") == expected
     finally:
         scenario.kube.delete("Pod", name, "kube-system", grace=0)
-        wait_for(f"kube-system/{name} gone", lambda: not any(p["metadata"]["name"] == name for p in scenario.kube.list("Pod", "kube-system")), 30, interval=0.1)
+        wait_for(f"kube-system/{name} to be gone", lambda: get() is None, 30, interval=0.1)
 
 
 # --------------------------------------------------------------------------- TestPreemptionStarvation
@@ -369,6 +382,7 @@ def test_preemption_starvation(scenario: Scenario, scheduler):
         medium(name)
     for name in rpods:
         bound(scenario, name)
+    scenario.running_all(*rpods)  # for Scenario.synced: reprieve must see them bound
     for name in ppods:
         medium(name)
     for name in ppods:
@@ -489,19 +503,28 @@ class Volumes:
         return pvc
 
     def cleanup(self) -> None:
-        # No pvc- or pv-protection controller runs here: drop their finalizers and delete.
+        # No pvc- or pv-protection controller runs here: drop their finalizers, delete, and wait
+        # until each is gone (a finalizer left behind would keep it, and the namespace, forever).
         ns = self.scenario.ns
-        for path in [f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{c}" for c in self.pvcs] + [f"/api/v1/persistentvolumes/{v}" for v in self.pvs]:
+        paths = [f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{c}" for c in self.pvcs]
+        paths += [f"/api/v1/persistentvolumes/{v}" for v in self.pvs]
+        for path in paths:
             for method, body in (("PATCH", {"metadata": {"finalizers": None}}), ("DELETE", None)):
-                try:
-                    self.kube.request(method, path, body, content_type="application/merge-patch+json")
-                except ApiError as exc:
-                    if exc.status != 404:
-                        raise
+                self._request(method, path, body)
+            wait_for(f"{path} to be gone", lambda: self._request("GET", path) is None, 10, interval=0.1)
+
+    def _request(self, method: str, path: str, body: dict | None = None) -> dict | None:
+        try:
+            return self.kube.request(method, path, body, content_type="application/merge-patch+json")
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            return None
 
 
-def claim_volumes(*claims: tuple[str, str]) -> list[dict]:
-    return [{"name": volume, "persistentVolumeClaim": {"claimName": claim}} for volume, claim in claims]
+def claim_volumes(claims: dict[int, str], uses: list[tuple[str, int]]) -> list[dict]:
+    """Pod volumes: (volume name, claim number) -> that claim."""
+    return [{"name": volume, "persistentVolumeClaim": {"claimName": claims[i]}} for volume, i in uses]
 
 
 RWOP_CASES = [
@@ -532,11 +555,11 @@ def test_read_write_once_pod_preemption(scenario: Scenario, scheduler, claims, p
     try:
         pvc = {i: volumes.claim(i) for i in range(1, claims + 1)}
         for name, uses in pods:
-            make_pod(scenario, name, priority=LOW, scheduler=scheduler, volumes=claim_volumes(*((v, pvc[i]) for v, i in uses)))
+            make_pod(scenario, name, priority=LOW, scheduler=scheduler, volumes=claim_volumes(pvc, uses))
             bound(scenario, name)
         scenario.running_all(*(name for name, _ in pods))
         scenario.synced()
-        make_pod(scenario, "preemptor-pod", priority=HIGH, scheduler=scheduler, volumes=claim_volumes(*((v, pvc[i]) for v, i in preemptor_volumes)))
+        make_pod(scenario, "preemptor-pod", priority=HIGH, scheduler=scheduler, volumes=claim_volumes(pvc, preemptor_volumes))
         evicted(scenario, victims)
         nominated_while_victims_terminate(scenario, "preemptor-pod", node)
         not_evicted(scenario, [name for name, _ in pods if name not in victims])
