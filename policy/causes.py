@@ -26,6 +26,9 @@ class Cause(str, Enum):
     # gone), so the room it held is set aside or the scheduler's victims are kept.
     SCHEDULER_NEWER = "scheduler's view newer"
     LEAVING = "pods already leaving"  # the pod fits once terminating pods are gone: nothing to evict
+    # Proposed with no victims (kube-scheduler 1.38 sends nodes its own filters pass but another
+    # extender's filter rejected), and reprieve finds room there without evicting anyone.
+    NOTHING_TO_EVICT = "nothing to evict"
     # Outranked without being solved: a lower bound on its cost is above the chosen node's (policy.bounds).
     NOT_SOLVED = "not solved"
 

@@ -399,6 +399,11 @@ def _evaluate(
     promised = _promised(in_flight, name, preemptor)
     unmodelled = _unmodelled(view, preemptor, node)
     if unmodelled:
+        if not proposed:
+            return NodeOutcome(
+                name, Verdict.DROPPED, Cause.UNMODELLED,
+                reasons=(f"no victims proposed, and reprieve cannot choose them: {unmodelled}",),
+            )
         # The scheduler's victims are kept; those promised to an earlier answer free nothing:
         # their room is already another preemptor's.
         taken = sorted(p.key for p in proposed if p.uid in promised)
@@ -428,6 +433,14 @@ def _evaluate(
             return _no_room_here(name, selection, node, preemptor, reservations, as_proposed, proposed, promised, budgets, screen)
         return NodeOutcome(name, Verdict.DROPPED, selection.cause, reasons=(selection.reason,))
     if not selection.victims:
+        if not as_proposed and _room_after(node, preemptor, reservations, ()) is not None:
+            # kube-scheduler 1.38 proposes nodes its own filters pass, with no victims, when an
+            # extender's filter rejected them: reprieve sees no reason here to evict anyone.
+            return NodeOutcome(
+                name, Verdict.DROPPED, Cause.NOTHING_TO_EVICT,
+                reasons=("proposed with no victims, and the pod fits here in reprieve's view: "
+                         "another extender's filter rejected the node, for a reason reprieve does not know",),
+            )
         return NodeOutcome(
             name, Verdict.DROPPED, Cause.LEAVING, reasons=("fits once the pods terminating here are gone",)
         )

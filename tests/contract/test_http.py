@@ -336,3 +336,30 @@ def test_request_data_never_becomes_a_metric_label(example_view):
     for i in range(1, 100):
         round_of(i)
     assert _series(metrics) == first
+
+
+@pytest.mark.parametrize("empty", [pytest.param([], id="empty-list"), pytest.param(None, id="null")])
+@pytest.mark.parametrize("cache", [pytest.param(True, id="meta-victims"), pytest.param(False, id="full-victims")])
+def test_a_candidate_proposed_with_no_victims_is_answered_sensibly(client, empty, cache):
+    # kube-scheduler 1.38 (kubernetes#135486) sends preempt extenders candidates with empty
+    # victim lists: nodes its own filters pass that an extender's filter rejected. The example's
+    # node-d has room for the preemptor as it is in reprieve's view: nothing to evict there, so
+    # it is left out (an empty list back would be refused, "expected at least one victim pod").
+    request = json.loads((REQUESTS / "preempt.json").read_bytes())
+    key, other = ("NodeNameToMetaVictims", "NodeNameToVictims") if cache else ("NodeNameToVictims", "NodeNameToMetaVictims")
+    proposals = request["NodeNameToMetaVictims"]
+    if cache:
+        proposals["node-d"] = {"Pods": empty, "NumPDBViolations": 0}
+    else:
+        full = {"Pods": empty, "NumPDBViolations": 0}
+        proposals = {n: {"Pods": [{"metadata": {"uid": p["UID"]}} for p in v["Pods"]], "NumPDBViolations": v["NumPDBViolations"]}
+                     for n, v in proposals.items()}
+        proposals["node-d"] = full
+    request[key], request[other] = proposals, None
+    small = {"cpu": "100m", "memory": "100Mi"}  # fits on node-d as it is
+    request["Pod"]["spec"]["containers"][0]["resources"] = {"requests": small, "limits": small}
+    response = client.post("/preempt", data=body(request), content_type="application/json")
+    assert response.status_code == 200
+    answer = response.get_json()["NodeNameToMetaVictims"]
+    assert "node-d" not in answer
+    assert all(victims["Pods"] for victims in answer.values())

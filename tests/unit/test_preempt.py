@@ -294,11 +294,14 @@ def test_the_swap_pass_never_makes_the_answer_costlier_than_the_greedy_sets(seed
         if isinstance(s := select_victims(node=v.nodes[n], preemptor=preemptor, reservations=(),
                                           budgets_of=v.budgets_covering, screen=screen, swap=False), VictimSelection)
     ]
-    if not decision.answer:  # nowhere to make room, or it fits somewhere as it is
-        assert not greedy or any(not s.victims for s in greedy)
+    # Proposed with no victims, a node where the pod fits as it is has nothing to evict (kube-
+    # scheduler 1.38's candidates: another extender's filter rejected it) and is dropped.
+    evicting = [s for s in greedy if s.victims]
+    if not decision.answer:  # nowhere to make room by evicting
+        assert not evicting
         return
     [chosen] = [o for o in decision.outcomes if o.verdict is Verdict.CHOSEN]
-    assert chosen.cost.key <= min(ranking.cost(s.victims, s.violations, s.opted_out).key for s in greedy)
+    assert chosen.cost.key <= min(ranking.cost(s.victims, s.violations, s.opted_out).key for s in evicting)
 
 
 def test_an_answer_in_flight_for_an_earlier_pod_of_the_name_holds_nothing():
@@ -335,3 +338,29 @@ def test_a_nomination_the_proposal_shows_gone_is_set_aside():
                   proposals=proposals(n1=["b"]))
     assert set(held.answer["n1"].uids) == {"uid-default-a", "uid-default-b"}
     assert outcome(held, "n1").cause is Cause.NONE
+
+
+# ---------------------------------------------------------------- candidates with no victims (1.38)
+
+
+def test_a_candidate_proposed_with_no_victims_gets_reprieves_own_or_is_dropped():
+    # kube-scheduler 1.38 (kubernetes#135486) sends preempt extenders the nodes its own filters
+    # pass when an extender's filter rejected them, with empty victim lists. n1: room held for
+    # another scheduler's nominated 'gang' is why the pod does not fit: reprieve chooses the
+    # victim that makes room next to it. n2: the pod fits in reprieve's view: nothing to evict
+    # (an empty victim list would be refused: "expected at least one victim pod").
+    v = view(
+        [node("n1", cpu=4), node("n2", cpu=4)],
+        [pod("low", node="n1", priority=1, cpu=2), pod("gang", priority=50, cpu=2, nominated="n1", scheduler="volcano"),
+         pod("other", node="n2", priority=1, cpu=2)],
+    )
+    empty = {"n1": Proposal((), 0), "n2": Proposal((), 0)}
+    decision = decide(view=v, preemptor=pod("pre", priority=10, cpu=2), proposals=empty)
+    assert decision.answer == {"n1": Proposal(("uid-default-low",), 0)}
+    n2 = outcome(decision, "n2")
+    assert (n2.verdict, n2.cause) == (Verdict.DROPPED, Cause.NOTHING_TO_EVICT)
+    only_n2 = decide(view=v, preemptor=pod("pre", priority=10, cpu=2), proposals={"n2": Proposal((), 0)})
+    assert only_n2.answer == {} and outcome(only_n2, "n2").cause is Cause.NOTHING_TO_EVICT
+    # With constraints reprieve does not model, it cannot choose victims itself.
+    ports = decide(view=v, preemptor=pod("pre", priority=10, cpu=2, unmodelled=(HOST_PORTS,)), proposals=empty)
+    assert ports.answer == {} and {o.cause for o in ports.outcomes} == {Cause.UNMODELLED}
