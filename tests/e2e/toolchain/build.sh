@@ -8,19 +8,22 @@
 # Exit status non-zero on failure, with a one-line reason as the last stderr line.
 #
 # Versions are not written here: they are read from the go.mod files beside
-# this script (go.mod, etcd/go.mod, kubectl/go.mod, helm/go.mod), which pin.sh writes.
+# this script, one set per Kubernetes release (KUBE_VERSION/go.mod, etcd/go.mod,
+# kubectl/go.mod; helm/go.mod for every release), which pin.sh writes.
 #
 # The control plane, kubectl and helm have a stamp each, so that one being
-# (re)built does not invalidate the others.
+# (re)built does not invalidate the others; helm is built once for every release.
 #
 # Env:
+#   KUBE_VERSION        the Kubernetes release to build (default: DEFAULT_VERSION beside
+#                       this script); its go.mod files must be in a folder of that name
 #   REPRIEVE_E2E_CACHE  cache root (see above)
 #   GO                  go binary (default: go on PATH, else /usr/local/go/bin/go)
 #   GOMODCACHE, GOCACHE, GOPROXY ... are honoured as usual by go.
 set -euo pipefail
 
 prog="reprieve e2e"
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+top="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 say() { echo "$prog: $*" >&2; }
 die() { echo "$prog: $*" >&2; exit 1; }
@@ -36,17 +39,23 @@ modver() { # go.mod module -> version of `require module version` (block or sing
     $1 == "require" && $2 == m { print $3; exit }
     $1 == m { print $2; exit }' "$1"
 }
+wanted="${KUBE_VERSION:-$(cat "$top/DEFAULT_VERSION")}"
+here="$top/$wanted"
+[[ -f "$here/go.mod" ]] ||
+  die "no pinned modules for KUBE_VERSION=$wanted (pinned: $(cd "$top" && ls -d v1.* | tr '\n' ' ')); run tests/e2e/toolchain/pin.sh $wanted"
 K8S_VERSION="$(modver "$here/go.mod" k8s.io/kubernetes)"
 ETCD_VERSION="$(modver "$here/etcd/go.mod" go.etcd.io/etcd/server/v3)"
+[[ "$K8S_VERSION" == "$wanted" ]] ||
+  die "$here/go.mod pins k8s.io/kubernetes '$K8S_VERSION', not $wanted; rerun pin.sh $wanted"
 [[ "$K8S_VERSION" =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] ||
   die "cannot read the pinned k8s.io/kubernetes version from $here/go.mod (got '$K8S_VERSION'); rerun pin.sh"
 K8S_MINOR="${BASH_REMATCH[1]}"
 STAGING="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
 [[ -n "$ETCD_VERSION" ]] || die "cannot read the pinned etcd version from $here/etcd/go.mod; rerun pin.sh"
 HELM_MODULE=helm.sh/helm/v4
-HELM_VERSION="$(modver "$here/helm/go.mod" "$HELM_MODULE")"
+HELM_VERSION="$(modver "$top/helm/go.mod" "$HELM_MODULE")"
 [[ "$HELM_VERSION" =~ ^v4\.[0-9]+\.[0-9]+$ ]] ||
-  die "cannot read the pinned $HELM_MODULE version from $here/helm/go.mod (got '$HELM_VERSION'); rerun pin.sh"
+  die "cannot read the pinned $HELM_MODULE version from $top/helm/go.mod (got '$HELM_VERSION'); rerun pin.sh"
 bad="$(awk '$0 ~ /=> k8s\.io\// && $NF != v { print $1 " " $NF }' v="$STAGING" "$here/go.mod" | head -n1)"
 [[ -z "$bad" ]] ||
   die "$here/go.mod replaces $bad but k8s.io/kubernetes is $K8S_VERSION (want $STAGING); rerun pin.sh"
@@ -81,12 +90,15 @@ kubectl_cached() {
   [[ -f "$kubectl_stamp" && "$(cat "$kubectl_stamp")" == "$kubectl_fingerprint" && -x "$bin/kubectl" ]]
 }
 
-helm_stamp="$dir/helm.stamp"
+# helm does not depend on the Kubernetes release: built once into its own folder, copied into bin/.
+helm_dir="$cache_root/helm-$HELM_VERSION"
+helm_stamp="$helm_dir/helm.stamp"
 helm_fingerprint="$(
   printf 'recipe %s\n%s %s\n' "$RECIPE" "$HELM_MODULE" "$HELM_VERSION"
-  cd "$here" && sha256sum helm/go.mod helm/go.sum
+  cd "$top" && sha256sum helm/go.mod helm/go.sum
 )"
-helm_cached() { [[ -f "$helm_stamp" && "$(cat "$helm_stamp")" == "$helm_fingerprint" && -x "$bin/helm" ]]; }
+helm_built() { [[ -f "$helm_stamp" && "$(cat "$helm_stamp")" == "$helm_fingerprint" && -x "$helm_dir/helm" ]]; }
+helm_cached() { helm_built && [[ -x "$bin/helm" ]] && cmp -s "$helm_dir/helm" "$bin/helm"; }
 
 if cached && kubectl_cached && helm_cached; then echo "$bin"; exit 0; fi
 
@@ -201,27 +213,30 @@ build_kubectl() {
 # helm, for the chart tests (helm lint, template): helm.sh/helm/v4 cmd/helm from its own module
 # (helm/go.mod: helm's k8s.io/* versions are not the pinned release's), flags as helm's Makefile.
 build_helm() {
-  local t log="$logs/helm.log"
+  local t log="$helm_dir/helm.log"
   t="$(now)"
-  mkdir -p "$logs" "$bin"
+  mkdir -p "$helm_dir"
   rm -f "$helm_stamp"
-  say "building helm $HELM_VERSION into $bin (log: $log)"
-  (cd "$here/helm" && "$GO" mod download -x) >"$logs/download-helm.log" 2>&1 ||
-    fail "downloading the Go modules for helm $HELM_VERSION from the Go module proxy" "$logs/download-helm.log"
-  (cd "$here/helm" && "$GO" build "${build_flags[@]}" \
+  say "building helm $HELM_VERSION into $helm_dir (log: $log)"
+  (cd "$top/helm" && "$GO" mod download -x) >"$helm_dir/download-helm.log" 2>&1 ||
+    fail "downloading the Go modules for helm $HELM_VERSION from the Go module proxy" "$helm_dir/download-helm.log"
+  (cd "$top/helm" && "$GO" build "${build_flags[@]}" \
     -ldflags "-s -w -X $HELM_MODULE/internal/version.version=$HELM_VERSION" \
-    -o "$bin/helm.partial" "$HELM_MODULE/cmd/helm") >"$log" 2>&1 ||
+    -o "$helm_dir/helm.partial" "$HELM_MODULE/cmd/helm") >"$log" 2>&1 ||
     fail "building helm $HELM_VERSION from the Go module proxy" "$log"
-  "$bin/helm.partial" version --short >"$logs/helm.version.log" 2>&1 ||
-    fail "running the freshly built helm version" "$logs/helm.version.log"
-  grep -q "^$HELM_VERSION" "$logs/helm.version.log" ||
-    die "helm version does not report $HELM_VERSION: $(head -c 200 "$logs/helm.version.log")"
-  mv "$bin/helm.partial" "$bin/helm"
+  "$helm_dir/helm.partial" version --short >"$helm_dir/helm.version.log" 2>&1 ||
+    fail "running the freshly built helm version" "$helm_dir/helm.version.log"
+  grep -q "^$HELM_VERSION" "$helm_dir/helm.version.log" ||
+    die "helm version does not report $HELM_VERSION: $(head -c 200 "$helm_dir/helm.version.log")"
+  mv "$helm_dir/helm.partial" "$helm_dir/helm"
   printf '%s\n' "$helm_fingerprint" >"$helm_stamp.tmp" && mv "$helm_stamp.tmp" "$helm_stamp"
   say "compile helm: $(dt "$t")"
 }
 
 cached || build_control_plane
 kubectl_cached || build_kubectl
-helm_cached || build_helm
+if ! helm_cached; then
+  helm_built || build_helm
+  mkdir -p "$bin" && cp -p "$helm_dir/helm" "$bin/helm.partial" && mv "$bin/helm.partial" "$bin/helm"
+fi
 echo "$bin"

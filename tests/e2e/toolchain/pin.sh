@@ -10,19 +10,21 @@
 # k8s.io/kubernetes's own go.mod requires (the etcd it is tested with);
 # HELM_VERSION = newest non-prerelease helm.sh/helm/v4 v4.X.Y.
 #
-# Modules written:
-#   go.mod       k8s.io/kubernetes + one replace per k8s.io/* staging module
+# Modules written, one set per Kubernetes release in K8S_VERSION/ (build.sh builds
+# the one KUBE_VERSION names, by default the one in DEFAULT_VERSION, which this
+# script leaves alone):
+#   K8S_VERSION/go.mod  k8s.io/kubernetes + one replace per k8s.io/* staging module
 #                (what k8s.io/kubernetes's go.mod replaces to ./staging/...),
 #                pointed at the published v0.X.Y of the same release.
-#   etcd/go.mod  go.etcd.io/etcd/server/v3 (its own go.mod has replace
+#   K8S_VERSION/etcd/go.mod  go.etcd.io/etcd/server/v3 (its own go.mod has replace
 #                directives, so `go install ...@version` refuses to build it).
-#   kubectl/go.mod  k8s.io/kubernetes's cmd/kubectl with the same replaces
+#   K8S_VERSION/kubectl/go.mod  k8s.io/kubernetes's cmd/kubectl with the same replaces
 #                (apart, so kubectl's dependencies leave go.sum above as it is).
-#   helm/go.mod  helm.sh/helm/v4 (its own module: helm's k8s.io/* versions are
-#                not the pinned release's).
+#   helm/go.mod  helm.sh/helm/v4, shared by every release (its own module: helm's
+#                k8s.io/* versions are not the pinned release's).
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+top="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export GOWORK=off
 GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
 
@@ -34,6 +36,8 @@ newest_stable() { # module [major.minor prefix]
 k8s="${1:-$(newest_stable k8s.io/kubernetes '1\.[0-9]+\.')}"
 [[ "$k8s" =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] || { echo "pin.sh: bad k8s version '$k8s'" >&2; exit 1; }
 staging="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
+here="$top/$k8s"
+mkdir -p "$here"
 
 kmod="$("$GO" mod download -json "k8s.io/kubernetes@$k8s" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')"
 # "go" line, replaced staging modules that are also required, etcd server version.
@@ -56,6 +60,7 @@ etcd="${2:-$etcd_default}"
 echo "pin.sh: k8s.io/kubernetes $k8s (staging $staging, ${#replaced[@]} replaces), etcd $etcd" >&2
 
 newmod() { # dir module-path go-version
+  mkdir -p "$1"
   rm -f "$1/go.mod" "$1/go.sum"
   (cd "$1" && "$GO" mod init "$2" >/dev/null 2>&1 && "$GO" mod edit -go="$3")
 }
@@ -82,9 +87,9 @@ newmod "$here/etcd" reprieve.local/e2e/toolchain/etcd "$("$GO" mod edit -json "$
 # --- helm ------------------------------------------------------------------
 helm="${3:-$(newest_stable helm.sh/helm/v4 '4\.[0-9]+\.')}"
 hmod="$("$GO" mod download -json "helm.sh/helm/v4@$helm" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')"
-mkdir -p "$here/helm"
-newmod "$here/helm" reprieve.local/e2e/toolchain/helm "$("$GO" mod edit -json "$hmod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Go"])')"
-(cd "$here/helm" && "$GO" mod edit -require="helm.sh/helm/v4@$helm" -tool=helm.sh/helm/v4/cmd/helm && "$GO" mod tidy)
+mkdir -p "$top/helm"
+newmod "$top/helm" reprieve.local/e2e/toolchain/helm "$("$GO" mod edit -json "$hmod" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Go"])')"
+(cd "$top/helm" && "$GO" mod edit -require="helm.sh/helm/v4@$helm" -tool=helm.sh/helm/v4/cmd/helm && "$GO" mod tidy)
 echo "pin.sh: helm $helm" >&2
 
-echo "pin.sh: done; commit go.mod/go.sum, etcd/go.mod/go.sum, kubectl/go.mod/go.sum, helm/go.mod/go.sum" >&2
+echo "pin.sh: done; commit $k8s/ (go.mod/go.sum, etcd/, kubectl/) and helm/; to make $k8s the default, write it to DEFAULT_VERSION" >&2
