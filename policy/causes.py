@@ -15,6 +15,10 @@ class Cause(str, Enum):
     QUEUE_SHARE = "queue shares"
     UNKNOWN_NODE = "unknown node"
     UNKNOWN_VICTIM = "unknown victim"
+    # The scheduler's victims for this node include pods on other nodes: a victim unit that
+    # spans nodes (a PodGroup with disruptionMode all, Kubernetes 1.37), which an extender's
+    # answer cannot name (the scheduler resolves each UID on the answer's node only).
+    VICTIMS_ELSEWHERE = "victims on other nodes"
     UNMODELLED = "unmodelled constraints"
     IN_FLIGHT = "victims already promised"
     VIEW_HAS_ROOM = "view has room"  # policy.stock: upstream finds no victim to evict

@@ -53,6 +53,11 @@ class PreemptDecision:
     outcomes: tuple[NodeOutcome, ...]
     reasons: tuple[str, ...]
     refusal: Refusal = Refusal.NONE  # why no node was even considered
+    # No answer reprieve can give would be accepted, and answering none would leave the pod
+    # pending: every candidate's victims span nodes (Cause.VICTIMS_ELSEWHERE). The scheduler's
+    # own choice must stand (the verb answers with an error, which it skips for an ignorable
+    # extender).
+    defers: bool = False
 
 
 # A pod that reprieve's view shows bound for less than this may not be in the scheduler's
@@ -133,7 +138,15 @@ def decide(
         outcomes.update((name, unsolved(name, floor)) for floor, name in beaten)
     outcomes = {name: outcomes[name] for name in sorted(proposals)}
     answer, reasons = _offer(proposals, outcomes)
-    return PreemptDecision(answer=answer, outcomes=tuple(outcomes.values()), reasons=tuple(reasons))
+    defers = not answer and any(o.cause is Cause.VICTIMS_ELSEWHERE for o in outcomes.values()) and not any(
+        o.cause is Cause.LEAVING for o in outcomes.values()
+    )
+    if defers:
+        reasons = [
+            "every node reprieve could offer needs victims on other nodes too (a victim unit spanning "
+            "nodes), which an answer cannot name: the scheduler's own choice stands"
+        ]
+    return PreemptDecision(answer=answer, outcomes=tuple(outcomes.values()), reasons=tuple(reasons), defers=defers)
 
 
 def _judge(
@@ -385,6 +398,22 @@ def _evaluate(
     if node is None:
         return NodeOutcome(name, Verdict.PASSED_THROUGH, Cause.UNKNOWN_NODE, reasons=("node unknown to reprieve",))
     on_node = {p.uid: p for p in node.pods}
+    elsewhere = [view.pods[uid] for uid in proposal.uids if uid not in on_node and _bound_elsewhere(view, uid, name)]
+    if elsewhere:
+        # kube-scheduler 1.37 lists every member of a PodGroup with disruptionMode all under the
+        # node it dry-ran, members on other nodes included, yet resolves an answer's UIDs on
+        # that node only: the node cannot be answered, and naming only its own members would
+        # break the group.
+        return NodeOutcome(
+            name,
+            Verdict.DROPPED,
+            Cause.VICTIMS_ELSEWHERE,
+            victims=tuple(elsewhere),
+            reasons=(
+                f"the scheduler's victims include {_keys(elsewhere)} on other nodes, one victim unit with those "
+                "here: an answer names only this node's pods, and naming fewer would break the unit",
+            ),
+        )
     unknown = [uid for uid in proposal.uids if uid not in on_node]
     if unknown:
         # The scheduler sees pods here that reprieve does not: its view of the node is fresher.
@@ -585,6 +614,11 @@ def _scheduler_sees_less(
     if room is not None and any(all(p.requests.get(r, 0) <= room[r] for r in room) for p in live):
         return _freed(proposed, promised)
     return None
+
+
+def _bound_elsewhere(view: ClusterView, uid: str, name: str) -> bool:
+    pod = view.pods.get(uid)
+    return pod is not None and pod.node_name is not None and pod.node_name != name
 
 
 def _maybe_assumed(view: ClusterView, name: str, preemptor: Pod) -> bool:

@@ -13,7 +13,7 @@ from werkzeug.exceptions import HTTPException
 from extender.serving import wire
 from extender.state.source import ClusterSource
 from extender.config import Settings
-from extender.errors import BadRequest
+from extender.errors import BadRequest, Unanswerable
 from extender.events.witness import Witness
 from extender.state.ledger import Ledger
 from extender.serving.metrics import Metrics
@@ -64,7 +64,7 @@ def create_app(
                     _read_body(),
                     Context(cluster.view(), metrics, log, standings, ledger, settings.mode, started, events),
                 )
-            except BadRequest as exc:
+            except (BadRequest, Unanswerable) as exc:
                 code = exc.status
                 return Response(wire.error_body(f"{verb}: {exc}"), status=code, mimetype=JSON)
             except HTTPException as exc:  # e.g. 413 for a body over max_body_bytes

@@ -363,3 +363,24 @@ def test_a_candidate_proposed_with_no_victims_is_answered_sensibly(client, empty
     answer = response.get_json()["NodeNameToMetaVictims"]
     assert "node-d" not in answer
     assert all(victims["Pods"] for victims in answer.values())
+
+
+def test_victims_spanning_nodes_get_an_error_so_the_schedulers_own_choice_stands():
+    # Kubernetes 1.37 with GenericWorkload lists every member of a disruptionMode-all PodGroup
+    # under the node it dry-ran; an answer naming a pod on another node is refused ("claims to
+    # preempt pod ... not found on that node"), and naming fewer would break the group. reprieve
+    # answers 422 with its reason: kube-scheduler skips an ignorable extender's error and keeps
+    # its own choice (the shipped stanza is ignorable).
+    from tests.builders import node, pod, view
+
+    m1, m2 = pod("m1", node="n1", priority=1, cpu=4), pod("m2", node="n2", priority=1, cpu=4)
+    app = create_app(Settings(), cluster=StaticCluster(view([node("n1", cpu=4), node("n2", cpu=4)], [m1, m2])))
+    request = {
+        "Pod": {"metadata": {"name": "pre", "namespace": "default", "uid": "u-pre"},
+                "spec": {"priority": 10, "containers": [{"name": "c", "resources": {"requests": {"cpu": "4"}}}]}},
+        "NodeNameToVictims": None,
+        "NodeNameToMetaVictims": {n: {"Pods": [{"UID": m1.uid}, {"UID": m2.uid}], "NumPDBViolations": 0} for n in ("n1", "n2")},
+    }
+    response = app.test_client().post("/preempt", data=body(request), content_type="application/json")
+    assert response.status_code == 422
+    assert response.get_json()["Error"].startswith("preempt: every node reprieve could offer needs victims on other nodes")

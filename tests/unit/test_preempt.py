@@ -364,3 +364,21 @@ def test_a_candidate_proposed_with_no_victims_gets_reprieves_own_or_is_dropped()
     # With constraints reprieve does not model, it cannot choose victims itself.
     ports = decide(view=v, preemptor=pod("pre", priority=10, cpu=2, unmodelled=(HOST_PORTS,)), proposals=empty)
     assert ports.answer == {} and {o.cause for o in ports.outcomes} == {Cause.UNMODELLED}
+
+
+def test_victims_on_other_nodes_cannot_be_answered_and_the_schedulers_choice_stands():
+    # Kubernetes 1.37 with GenericWorkload: m1 (n1) and m2 (n2) are one PodGroup with
+    # disruptionMode all, so the scheduler proposes both under n1 and under n2. An answer can
+    # name only the answer's node's pods (it resolves UIDs there), and naming m1 alone would
+    # break the group. With n3 (a lone pod) beside them, reprieve offers n3; without, it defers.
+    m1, m2 = pod("m1", node="n1", priority=1, cpu=4), pod("m2", node="n2", priority=1, cpu=4)
+    lone = pod("lone", node="n3", priority=5, cpu=4)
+    v = view([node(n, cpu=4) for n in ("n1", "n2", "n3")], [m1, m2, lone])
+    group = Proposal((m1.uid, m2.uid), 0)
+    spanning = {"n1": group, "n2": Proposal((m2.uid, m1.uid), 0)}
+    decision = decide(view=v, preemptor=pod("pre", priority=10, cpu=4), proposals={**spanning, "n3": Proposal((lone.uid,), 0)})
+    assert decision.answer == {"n3": Proposal((lone.uid,), 0)} and not decision.defers
+    assert outcome(decision, "n1").cause is Cause.VICTIMS_ELSEWHERE
+    alone = decide(view=v, preemptor=pod("pre", priority=10, cpu=4), proposals=spanning)
+    assert alone.answer == {} and alone.defers
+    assert "the scheduler's own choice stands" in alone.reasons[0]

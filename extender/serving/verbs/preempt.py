@@ -6,6 +6,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 
+from extender.errors import Unanswerable
 from extender.serving import wire
 
 from extender.state import translate
@@ -54,7 +55,11 @@ def handle(body: bytes, ctx: Context) -> bytes:
         fallbacks=[o.cause.value for o in decision.outcomes if _fell_back(o)],
         details=lambda: _details(ctx.view, proposals, decision),
     )
-    return _answer(proposals if ctx.shadow else decision.answer)
+    if ctx.shadow:
+        return _answer(proposals)
+    if decision.defers:
+        raise Unanswerable(decision.reasons[0])
+    return _answer(decision.answer)
 
 
 def _fell_back(outcome: NodeOutcome) -> bool:
@@ -74,6 +79,8 @@ def _answer(victims: Mapping[str, Proposal]) -> bytes:
 def _outcome(decision: PreemptDecision) -> str:
     if decision.refusal is not Refusal.NONE:
         return "refused"
+    if decision.defers:
+        return "deferred"
     return "answered" if decision.answer else "no candidate"
 
 
