@@ -4,6 +4,10 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
+# The Kubernetes release the end-to-end tests and `make cluster` build and run (tests/e2e/toolchain/):
+# its DEFAULT_VERSION unless set, e.g. `make e2e KUBE_VERSION=v1.36.3` for the previous minor.
+export KUBE_VERSION
+
 .PHONY: run test unit e2e cluster cluster-down bench bench-scale bench-victims bench-cache bench-burst bench-quality bench-slow image fuzz bench-memory manifests bench-e2e clean
 
 $(STAMP): pyproject.toml

@@ -77,7 +77,7 @@ import yaml  # noqa: E402
 
 from extender.live.apiserver import ApiError  # noqa: E402
 from tests.e2e.client import Kube, wait_for  # noqa: E402
-from tests.e2e.controlplane import SCHEDULER_CONFIG, ControlPlane, StartupError, build_toolchain  # noqa: E402
+from tests.e2e.controlplane import SCHEDULER_CONFIG, ControlPlane, StartupError, build_toolchain, kube_version  # noqa: E402
 from tests.ports import free_port  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -648,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
         f"--stanzas {','.join(args.stanzas)} --runs {','.join(args.runs)}"
     )
     print(
-        f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, kube-scheduler v1.36.3, "
+        f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, kube-scheduler {kube_version()}, "
         f"{time.strftime('%Y-%m-%d %H:%M')}, {time.monotonic() - started:.0f} s in all"
     )
     print(table(results))

@@ -12,7 +12,7 @@ What is measured, and why that way:
   the last preemptor bound (``spec.nodeName``). The watch is open before the wave starts.
 - **preemptions**: the preemptions the scheduler actuated for the burst's pods, one per
   ``"the target node for the preemption is determined"`` line of its log (-v=2 and up; the
-  harness runs -v=4). kube-scheduler v1.36.3 writes that line in ``Evaluator.Preempt``
+  harness runs -v=4). kube-scheduler (v1.36.3 and v1.37.2) writes that line in ``Evaluator.Preempt``
   (pkg/scheduler/framework/preemption/preemption.go) right before actuating the chosen
   candidate, after the extender's answer was applied; a preemptor that has to preempt again
   counts again, and ``preempted again`` counts the preemptors that did.

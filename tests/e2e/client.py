@@ -31,6 +31,7 @@ PATHS = {
     "Lease": "/apis/coordination.k8s.io/v1/namespaces/{ns}/leases",
     "Secret": "/api/v1/namespaces/{ns}/secrets",
     "SubjectAccessReview": "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+    "PodGroup": "/apis/scheduling.k8s.io/v1beta1/namespaces/{ns}/podgroups",
 }
 
 

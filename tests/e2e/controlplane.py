@@ -38,6 +38,11 @@ class StartupError(RuntimeError):
     pass
 
 
+def kube_version() -> str:
+    """The Kubernetes release the toolchain builds: $KUBE_VERSION, else its DEFAULT_VERSION."""
+    return os.environ.get("KUBE_VERSION") or (TOOLCHAIN.parent / "DEFAULT_VERSION").read_text().strip()
+
+
 def build_toolchain() -> Path:
     """Build (or reuse) the upstream binaries; fail loudly, never skip."""
     done = subprocess.run(["bash", str(TOOLCHAIN)], capture_output=True, text=True)
@@ -175,8 +180,21 @@ class ControlPlane:
             lambda: b'"health":"true"' in urllib.request.urlopen(f"http://127.0.0.1:{p}/health", timeout=1).read(),
         )
 
+    @property
+    def version(self) -> tuple[int, int]:
+        """(major, minor) of the Kubernetes release the toolchain built (its cache folder's name)."""
+        major, minor = self.bin.parent.name.lstrip("v").split(".")[:2]
+        return int(major), int(minor)
+
     def apiserver_args(self) -> list[str]:
         w = self.work
+        # The Workload API (beta in 1.37, off by default) for tests/e2e/test_workload_api.py:
+        # it only admits and stores what pods with spec.schedulingGroup need; the schedulers
+        # keep their defaults (that module starts its own with the gate on).
+        workload = (
+            ["--feature-gates=GenericWorkload=true", "--runtime-config=scheduling.k8s.io/v1beta1=true"]
+            if self.version >= (1, 37) else []
+        )
         return [
             str(self.bin / "kube-apiserver"),
             f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
@@ -190,6 +208,7 @@ class ControlPlane:
             # Tests create pods straight away, without waiting for a default ServiceAccount; and
             # hollow nodes have no node lifecycle controller to lift the not-ready taint.
             "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+            *workload,
         ]
 
     def _apiserver(self) -> None:
@@ -314,8 +333,11 @@ class ControlPlane:
         self.start_scheduler("reprieve-scheduler", self.scheduler_config(), self.ports["sched-reprieve"])
         self.start_scheduler("stock-scheduler", self.stock_scheduler_config(), self.ports["sched-stock"])
 
-    def start_scheduler(self, name: str, config: Path, port: int) -> None:
-        self._spawn(name, [*self._component("kube-scheduler", port), f"--config={config}", "-v=4"], lambda: self._secure_healthz(port))
+    def start_scheduler(self, name: str, config: Path, port: int, *, feature_gates: str = "") -> None:
+        gates = [f"--feature-gates={feature_gates}"] if feature_gates else []
+        self._spawn(
+            name, [*self._component("kube-scheduler", port), f"--config={config}", "-v=4", *gates], lambda: self._secure_healthz(port)
+        )
 
 
 def _run(workdir: Path) -> int:

@@ -78,12 +78,13 @@ class Scenario:
                 raise
         return name
 
-    def pod(self, name: str, *, labels: dict | None = None, **spec) -> dict:
+    def pod(self, name: str, *, labels: dict | None = None, extra: dict | None = None, **spec) -> dict:
+        """A pod of ``pod_spec(**spec)``, with the fields of ``extra`` added to its spec."""
         body = {
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": name, "namespace": self.ns, "labels": labels or {"app": name}},
-            "spec": self.pod_spec(**spec),
+            "spec": {**self.pod_spec(**spec), **(extra or {})},
         }
         # The Priority admission plugin may not have seen a brand-new PriorityClass yet.
         return self.saw("pods", wait_for(f"pod {name} admitted", lambda: self._try_create(body), timeout=15))

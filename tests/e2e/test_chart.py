@@ -171,7 +171,7 @@ def test_every_full_value_lands_in_its_flag_or_field(full):
     [config_flag] = [a for a in scheduler["command"] if a.startswith("--config=")]
     assert source(full, "kube-scheduler", config_flag.split("=", 1)[1])[1:] == (one(full, "ConfigMap", "-scheduler-config")["metadata"]["name"], "scheduler-config.yaml")
     assert "-v=4" in scheduler["command"]
-    assert scheduler["image"] == "registry.example.com/mirror/kube-scheduler:v1.36.3" and scheduler["imagePullPolicy"] == "Always"
+    assert scheduler["image"] == "registry.example.com/mirror/kube-scheduler:v1.37.2" and scheduler["imagePullPolicy"] == "Always"
     assert scheduler["resources"] == values["scheduler"]["resources"]
 
     reprieve = container(full, "reprieve")

@@ -1,5 +1,5 @@
 """`kubectl reprieve` against the live control plane: the plugin as a command of its own, and
-through real kubectl plugin discovery (kubectl v1.36.3, built by tests/e2e/toolchain/build.sh).
+through real kubectl plugin discovery (kubectl of the pinned release, built by tests/e2e/toolchain/build.sh).
 
 The cluster: n1 (4 cpu) runs two equal-priority 2-cpu pods, the Burstable one older; n2
 (4 cpu) one pod behind a budget that allows no disruption. A pending priority-10 pod needs 2

@@ -348,7 +348,7 @@ def test_ineligible_preemptor_preempts_nothing(preemptor, running, refusal):
 
 @pytest.mark.parametrize("case", ["preempt-cache-scheduler", "preempt-nocache-scheduler"])
 def test_matches_a_real_kube_scheduler(case):
-    # These bodies are what kube-scheduler v1.36.3 sent reprieve, with the cluster at that
+    # These bodies are what kube-scheduler v1.37.2 sent reprieve, with the cluster at that
     # moment (tests/e2e/test_capture.py): the emulation must propose exactly the same.
     golden = ROOT / "tests" / "golden" / case
     v = snapshot.load(golden / "snapshot.yaml")

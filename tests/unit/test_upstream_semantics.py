@@ -1,4 +1,4 @@
-"""Upstream v1.35+ semantics reprieve relies on (docs/upstream-semantics.md), one test each.
+"""Upstream v1.35 to v1.37 semantics reprieve relies on (docs/upstream-semantics.md), one test each.
 
 1. A pod can carry ``status.nominatedNodeName`` because it is in its binding cycle (PreBind or
    Permit, feature NominatedNodeNameForExpectation, beta and on since v1.35), not because it
