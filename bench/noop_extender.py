@@ -3,7 +3,8 @@
     python bench/noop_extender.py --bind 127.0.0.1:PORT [--threads N]
 
 The same server as ``reprieve serve`` (extender/serving/server.py: one process, an asyncio
-loop reading whole requests, a few threads answering them, Flask, orjson), with no cluster view and no decision: filter parses the body and
+loop reading whole requests and answering the verbs' small ones itself, a few threads for the
+rest, orjson), with no cluster view and no decision: filter parses the body and
 passes every node it was sent, prioritize answers ``[]`` (no scores), preempt parses the body
 and answers the scheduler's own proposal. Used by bench/e2e.py as the "do-nothing extender".
 """
@@ -45,23 +46,23 @@ def preempt_answer(body: bytes) -> bytes:
     return orjson.dumps({"NodeNameToMetaVictims": proposal})
 
 
+ANSWERS = {
+    "/filter": lambda body: (200, filter_answer(body)),
+    "/prioritize": lambda body: (200, b"[]"),
+    "/preempt": lambda body: (200, preempt_answer(body)),
+}
+
+
 def create_app() -> Flask:
     app = Flask("noop-extender")
-    # The server counts connections and requests in reprieve's registry: give it one.
-    app.extensions["reprieve"] = {"metrics": Metrics()}
+    # The server counts connections and requests in reprieve's registry, and answers the verbs
+    # through the same path as reprieve's (no WSGI): give it both.
+    app.extensions["reprieve"] = {"metrics": Metrics(), "answers": ANSWERS}
 
-    @app.post("/filter")
-    def filter_() -> Response:
-        return Response(filter_answer(request.get_data(cache=False)), mimetype=JSON)
-
-    @app.post("/prioritize")
-    def prioritize() -> Response:
-        request.get_data(cache=False)
-        return Response(b"[]", mimetype=JSON)
-
-    @app.post("/preempt")
-    def preempt() -> Response:
-        return Response(preempt_answer(request.get_data(cache=False)), mimetype=JSON)
+    for path, answer in ANSWERS.items():  # the same answers through Flask, for other servers
+        app.add_url_rule(
+            path, path.strip("/"), lambda answer=answer: Response(answer(request.get_data(cache=False))[1], mimetype=JSON), methods=["POST"]
+        )
 
     @app.get("/healthz")
     @app.get("/readyz")

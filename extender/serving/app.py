@@ -55,35 +55,53 @@ def create_app(
     app.extensions["reprieve"] = {"cluster": cluster, "metrics": metrics, "settings": settings}
     metrics.serving(mode=settings.mode.value, ready=lambda: cluster.view() is not None and not stopping.is_set())
 
-    def serve_verb(verb: str, handler: Callable[[bytes, Context], bytes]) -> Callable[[], Response]:
-        def view() -> Response:
+    def answering(verb: str, handler: Callable[[bytes, Context], bytes]) -> Callable[[bytes], tuple[int, bytes]]:
+        """body -> (status, JSON body): one verb request, counted and timed. The server calls it
+        directly (extender.serving.connection: no WSGI, no Flask on the hot path); the Flask
+        route below wraps it for everything else (tests, other servers)."""
+        unhandled = logging.getLogger("reprieve")
+
+        def answer(body: bytes) -> tuple[int, bytes]:
             started = time.perf_counter()
             code = 200
             try:
-                body = handler(
-                    _read_body(),
-                    Context(cluster.view(), metrics, log, standings, ledger, settings.mode, started, events),
-                )
+                return code, handler(body, Context(cluster.view(), metrics, log, standings, ledger, settings.mode, started, events))
             except (BadRequest, Unanswerable) as exc:
                 code = exc.status
-                return Response(wire.error_body(f"{verb}: {exc}"), status=code, mimetype=JSON)
-            except HTTPException as exc:  # e.g. 413 for a body over max_body_bytes
-                code = exc.code
-                raise
-            except Exception:
+                return code, wire.error_body(f"{verb}: {exc}")
+            except Exception as exc:  # a bug, not bad input: log it whole, answer 500, keep serving
                 code = 500
-                raise
-            else:
-                return Response(body, status=200, mimetype=JSON)
+                unhandled.exception("unhandled error on /%s", verb)
+                return code, wire.error_body(f"internal error: {type(exc).__name__}")
             finally:
                 metrics.requests.labels(verb, str(code)).inc()
                 metrics.latency.labels(verb).observe(time.perf_counter() - started)
 
+        return answer
+
+    answers = {f"/{verb}": answering(verb, handler) for verb, handler in VERBS.items()}
+    app.extensions["reprieve"]["answers"] = answers
+
+    def serve_verb(verb: str) -> Callable[[], Response]:
+        answer = answers[f"/{verb}"]
+
+        def view() -> Response:
+            try:
+                body = _read_body()
+            except HTTPException as exc:  # e.g. 413 for a body over max_body_bytes
+                metrics.requests.labels(verb, str(exc.code)).inc()
+                raise
+            except BadRequest as exc:
+                metrics.requests.labels(verb, str(exc.status)).inc()
+                return Response(wire.error_body(f"{verb}: {exc}"), status=exc.status, mimetype=JSON)
+            code, payload = answer(body)
+            return Response(payload, status=code, mimetype=JSON)
+
         view.__name__ = f"verb_{verb}"
         return view
 
-    for verb, handler in VERBS.items():
-        app.add_url_rule(f"/{verb}", view_func=serve_verb(verb, handler), methods=["POST"])
+    for verb in VERBS:
+        app.add_url_rule(f"/{verb}", view_func=serve_verb(verb), methods=["POST"])
 
     @app.get("/healthz")
     def healthz() -> Response:

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import ssl
 from concurrent.futures import Executor
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 
@@ -28,9 +29,17 @@ from extender.serving.tls import ServingCertificate
 
 log = logging.getLogger("reprieve")
 
+Answer = Callable[[bytes], tuple[int, bytes]]  # a verb's request body -> (status, JSON body)
+
 MAX_HEAD = 64 * 1024  # request line and headers; the scheduler sends a few hundred bytes
 READ_SIZE = 64 * 1024
 JSON = ("Content-Type", "application/json")
+# A verb request up to this size is answered on the event loop's own thread: the scheduler's
+# requests in nodeCacheCapable mode (a pod and up to a few hundred node names or candidates)
+# take a millisecond or two, less than handing them to a worker and back costs. Larger ones
+# (whole Node objects, thousands of names) go to the worker threads, so that the loop keeps
+# reading other connections meanwhile.
+INLINE_BYTES = 32 * 1024
 
 
 @dataclass(frozen=True)
@@ -50,8 +59,12 @@ class Closed(Exception):
 class Connections:
     """Every connection the server has open, over all its listeners."""
 
-    def __init__(self, app: wsgi.WSGIApp, settings: Settings, pool: Executor, metrics: Metrics) -> None:
+    def __init__(
+        self, app: wsgi.WSGIApp, settings: Settings, pool: Executor, metrics: Metrics, answers: Mapping[str, Answer] | None = None
+    ) -> None:
+        """``answers``: path -> the verb's answer (extender.serving.app), called without WSGI."""
         self.app, self.settings, self.pool, self.metrics = app, settings, pool, metrics
+        self.answers = answers or {}
         self.admission = Admission(total=settings.max_connections, per_client=settings.max_connections_per_client)
         self.open: set[Connection] = set()
         self.closing = False  # shutting down: answer what is in flight, then close
@@ -224,6 +237,14 @@ class Connection:
             raise Closed(reason) from None
 
     async def _answer(self, request: h11.Request, body: bytes) -> None:
+        answer = self.server.answers.get(self.path) if request.method == b"POST" else None
+        if answer is not None:
+            if len(body) <= INLINE_BYTES:
+                status, payload = answer(body)
+            else:
+                status, payload = await self.loop.run_in_executor(self.server.pool, answer, body)
+            await self._send(status, [JSON], payload)
+            return
         env = wsgi.environ(
             request,
             body,

@@ -62,7 +62,7 @@ class Server:
         if self._tls is not None:
             self._tls.on_reload = lambda ok: metrics.tls_reloads.labels("ok" if ok else "failed").inc()
         pool = ThreadPoolExecutor(s.threads, thread_name_prefix="reprieve-request")
-        connections = Connections(app.wsgi_app, s, pool, metrics)
+        connections = Connections(app.wsgi_app, s, pool, metrics, app.extensions["reprieve"].get("answers"))
         listeners = [(Listener("verbs", self._tls), self._verbs)]
         if self._plain:
             listeners.append((Listener("probes", None, PROBES), self._plain))
