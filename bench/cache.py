@@ -507,7 +507,7 @@ def measure(args: argparse.Namespace) -> None:
 
     from extender.live.apiserver import ApiServer
     from extender.live.cache import LiveCluster
-    from extender.serving.metrics import Metrics
+    from extender.metrics import Metrics
     from policy.view import ClusterView
 
     logging.basicConfig(level=logging.WARNING)

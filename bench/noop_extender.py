@@ -22,7 +22,7 @@ from flask import Flask, Response, request
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from extender.config import Settings  # noqa: E402
-from extender.serving.metrics import Metrics  # noqa: E402
+from extender.metrics import Metrics  # noqa: E402
 from extender.serving.server import Server  # noqa: E402
 
 JSON = "application/json"

@@ -197,7 +197,7 @@ def _serve(args: argparse.Namespace) -> int:
     from extender.state.source import StaticCluster
     from extender.live.apiserver import ApiServer
     from extender.live.cache import LiveCluster
-    from extender.serving.metrics import Metrics
+    from extender.metrics import Metrics
     from extender.serving.server import Server
 
     for flag in ("threads", "header_timeout", "body_timeout", "max_connections", "max_connections_per_client", "max_buffered_bytes"):

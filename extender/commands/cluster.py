@@ -61,7 +61,7 @@ def live(kubeconfig: str | None, context: str | None = None, *, timeout: float =
     runs, stopped as soon as Nodes, Pods, PodDisruptionBudgets and PriorityClasses have listed."""
     from extender.live.apiserver import ApiServer
     from extender.live.cache import LiveCluster
-    from extender.serving.metrics import Metrics
+    from extender.metrics import Metrics
 
     path = kubeconfig_path(kubeconfig)
     name = context_of(path, context)["name"]

@@ -34,7 +34,7 @@ from typing import Protocol
 import urllib3
 
 from extender.live.apiserver import ApiError, ApiServer
-from extender.serving.metrics import Metrics
+from extender.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

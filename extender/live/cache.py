@@ -12,7 +12,7 @@ from extender.live.changes import KINDS
 from extender.live.lag import Lag
 from extender.live.reflector import Reflector
 from extender.live.store import Store
-from extender.serving.metrics import Metrics
+from extender.metrics import Metrics
 from policy.model import PriorityClass
 from policy.view import ClusterView
 

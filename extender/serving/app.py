@@ -16,7 +16,7 @@ from extender.config import Settings
 from extender.errors import BadRequest, Unanswerable
 from extender.events.witness import Witness
 from extender.state.ledger import Ledger
-from extender.serving.metrics import Metrics
+from extender.metrics import Metrics
 from extender.state.standings import Standings
 from extender.serving.verbs import Context
 from extender.serving.verbs import filter as filter_verb

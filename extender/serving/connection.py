@@ -24,7 +24,7 @@ import h11
 from extender.config import Settings
 from extender.serving import wire, wsgi
 from extender.serving.admission import Admission
-from extender.serving.metrics import VERBS, Metrics
+from extender.metrics import VERBS, Metrics
 from extender.serving.tls import ServingCertificate
 
 log = logging.getLogger("reprieve")

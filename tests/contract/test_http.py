@@ -11,7 +11,7 @@ from extender.serving.app import create_app
 from extender.state.source import StaticCluster
 from extender.config import Settings
 from extender.serving.limits import MAX_ERROR_CHARS, MAX_NODES, MAX_VICTIMS_PER_NODE
-from extender.serving.metrics import Metrics
+from extender.metrics import Metrics
 from tests.conftest import ROOT
 
 REQUESTS = ROOT / "examples" / "requests"

@@ -11,7 +11,7 @@ from extender.serving.app import create_app
 from extender.state.source import StaticCluster
 from extender.config import Mode, Settings
 from extender.serving.logs import JsonFormatter
-from extender.serving.metrics import Metrics, priority_band
+from extender.metrics import Metrics, priority_band
 from tests.builders import node, pdb, pod, view
 from tests.conftest import ROOT
 

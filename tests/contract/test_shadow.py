@@ -10,7 +10,7 @@ import pytest
 from extender.serving.app import create_app
 from extender.state.source import StaticCluster
 from extender.config import Mode, Settings
-from extender.serving.metrics import Metrics
+from extender.metrics import Metrics
 from tests.conftest import ROOT
 
 GOLDEN = ROOT / "tests" / "golden"

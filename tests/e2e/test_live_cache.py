@@ -16,7 +16,7 @@ from extender.serving.app import create_app
 from extender.config import Settings
 from extender.live.apiserver import ApiServer
 from extender.live.cache import LiveCluster
-from extender.serving.metrics import Metrics
+from extender.metrics import Metrics
 from tests.e2e.client import wait_for
 from tests.e2e.relay import Relay
 from tests.e2e.scenario import Scenario

@@ -10,7 +10,7 @@ import urllib3
 
 from extender.events.recorder import Event, Recorder, Ref
 from extender.live.apiserver import ApiError
-from extender.serving.metrics import Metrics
+from extender.metrics import Metrics
 
 POD = Ref("Pod", "web-0", "shop", "uid-web-0")
 NODE = Ref("Node", "node-a")

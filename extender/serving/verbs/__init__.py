@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from extender.config import Mode
 from extender.serving.logs import event
-from extender.serving.metrics import NOT_READY, Metrics
+from extender.metrics import NOT_READY, Metrics
 from extender.state.ledger import Ledger
 from extender.state.standings import Standings
 from policy.causes import Refusal

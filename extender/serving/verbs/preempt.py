@@ -10,7 +10,7 @@ from extender.errors import Unanswerable
 from extender.serving import wire
 
 from extender.state import translate
-from extender.serving.metrics import priority_band
+from extender.metrics import priority_band
 from extender.serving.verbs import Context
 from policy.causes import Cause, Refusal
 from policy.preempt import NodeOutcome, PreemptDecision, Proposal, Verdict, decide

@@ -1,5 +1,7 @@
 """Prometheus metrics, one registry per app so that tests and apps never share counters.
 
+Every layer counts into it (live/, events/, serving/), so it sits beside config and errors, below them all.
+
 docs/observability.md lists every metric with its labels and meaning. Labels take values
 from small fixed sets (verbs, outcomes, policy.causes, QoS classes, priority bands): never
 pod or node names.
@@ -23,7 +25,8 @@ VERBS = ("filter", "prioritize", "preempt")
 OUTCOMES = {
     "filter": ("passed", "rejected"),  # every node passed / at least one rejected
     "prioritize": ("all equal", "ranked"),  # the scores leave the ranking alone / change it
-    "preempt": ("answered", "refused", "no candidate"),  # nodes offered / none considered / none left
+    # nodes offered / none considered / none left / none answerable (the scheduler's own choice stands)
+    "preempt": ("answered", "refused", "no candidate", "deferred"),
 }
 
 # reprieve_fallbacks_total{cause}: why reprieve left (part of) an answer to the scheduler.
@@ -37,6 +40,7 @@ FALLBACKS = {
         Cause.UNKNOWN_VICTIM.value,
         Cause.UNMODELLED.value,
         Cause.SCHEDULER_SEES_LESS.value,
+        Cause.SCHEDULER_NEWER.value,
     ),
 }
 
