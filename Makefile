@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 # its DEFAULT_VERSION unless set, e.g. `make e2e KUBE_VERSION=v1.36.3` for the previous minor.
 export KUBE_VERSION
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-scale bench-victims bench-cache bench-burst bench-quality bench-slow image fuzz bench-memory manifests bench-e2e clean
+.PHONY: run test unit e2e cluster cluster-down bench bench-serving bench-scale bench-victims bench-cache bench-burst bench-quality bench-slow image fuzz bench-memory manifests bench-e2e clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -52,6 +52,10 @@ cluster-down: $(STAMP)
 ## Latency of each verb on a 500-node, 10,000-pod cluster, beside the JSON floor (see docs/benchmarks.md).
 bench: $(STAMP)
 	$(PY) bench/verbs.py 2>/dev/null
+
+## CPU per call of the serving stack: the do-nothing extender and reprieve, served (~1 min; BASELINE=rev side by side; docs/serving.md).
+bench-serving: $(STAMP)
+	$(PY) bench/serving.py $(if $(BASELINE),--baseline $(BASELINE))
 
 ## The same at 5,000 nodes / 150,000 pods / 500 preempt candidates (~5 min; BASELINE=rev adds a side-by-side run).
 bench-scale: $(STAMP)
