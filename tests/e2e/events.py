@@ -24,7 +24,7 @@ def described(kube: Kube, pod: dict) -> list[dict]:
 
 def describe_events(events: list[dict]) -> str:
     """The Events section of `kubectl describe pod` (kubectl's DescribeEvents: Type, Reason, Age,
-    From, Message), for the test's report and the README."""
+    From, Message), for the test's report and docs/observability.md."""
     now = datetime.datetime.now(datetime.UTC)
 
     def age(e: dict) -> str:
