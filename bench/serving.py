@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -95,7 +96,10 @@ def main() -> None:
         tmp = Path(tempfile.mkdtemp(prefix="reprieve-serving-"))
         archive = subprocess.run(["git", "archive", args.baseline], cwd=ROOT, check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
-        runs.append((f"{args.baseline}", measure(tmp, args.calls)))
+        try:
+            runs.append((f"{args.baseline}", measure(tmp, args.calls)))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
     runs.append(("working tree", measure(ROOT, args.calls)))
     print(f"bench/serving.py --calls {args.calls}{f' --baseline {args.baseline}' if args.baseline else ''}: "
           f"{os.cpu_count()} cores, {time.strftime('%Y-%m-%d %H:%M')}")

@@ -138,8 +138,15 @@ def decide(
         outcomes.update((name, unsolved(name, floor)) for floor, name in beaten)
     outcomes = {name: outcomes[name] for name in sorted(proposals)}
     answer, reasons = _offer(proposals, outcomes)
-    defers = not answer and any(o.cause is Cause.VICTIMS_ELSEWHERE for o in outcomes.values()) and not any(
-        o.cause is Cause.LEAVING for o in outcomes.values()
+    # Deferring hands every candidate back to the scheduler's own choice: only where that choice
+    # can break nothing reprieve knows (no rules to check, no victim promised to another answer)
+    # and every candidate is a unit reprieve cannot name.
+    promised = {v.uid for f in in_flight for v in f.victims}
+    defers = (
+        not answer
+        and screen is None
+        and all(o.cause is Cause.VICTIMS_ELSEWHERE for o in outcomes.values())
+        and not any(uid in promised for p in proposals.values() for uid in p.uids)
     )
     if defers:
         reasons = [
@@ -368,7 +375,9 @@ def _ineligible(view: ClusterView, preemptor: Pod, in_flight: Sequence[InFlight]
         if p.uid != preemptor.uid and _claim(p) > _claim(preemptor)
     ]
     node, holders = _as_it_will_be(view, nominated, tuple(holders), preemptor, in_flight)
-    staying = [p for p in node.pods if not p.terminating]
+    # A pod the scheduler preempted frees no room the preemptor may count on: asked, the
+    # scheduler has seen it go, and whatever it sees in its room instead, reprieve may not.
+    staying = [p for p in node.pods if not p.terminating or p.preempted]
     used = resources.add(*(p.requests for p in staying), *(p.requests for p in holders))
     if resources.shortfalls(request=preemptor.requests, allocatable=node.node.allocatable, used=used):
         return Refusal.NONE, ""  # preempting again is the only way: see the node's reasons
@@ -461,15 +470,37 @@ def _evaluate(
         if selection.cause is Cause.DOES_NOT_FIT:
             return _no_room_here(name, selection, node, preemptor, reservations, as_proposed, proposed, promised, budgets, screen)
         return NodeOutcome(name, Verdict.DROPPED, selection.cause, reasons=(selection.reason,))
+    if not selection.victims and not as_proposed:
+        # kube-scheduler 1.38 proposes nodes its own filters pass, with no victims, when an
+        # extender's filter rejected them: the pod fits there in the scheduler's view, and in
+        # reprieve's too (or once pods the scheduler has already seen go are gone).
+        return NodeOutcome(
+            name, Verdict.DROPPED, Cause.NOTHING_TO_EVICT,
+            reasons=("proposed with no victims, and the pod fits here in reprieve's view: "
+                     "another extender's filter rejected the node, for a reason reprieve does not know",),
+        )
+    if not selection.victims and any(p.terminating and p.preempted and p.priority < preemptor.priority for p in node.pods):
+        # Waiting would count on room the scheduler's own preemptions free: it has seen those
+        # pods (and may have seen them go, and something else take their room); its victims are
+        # the floor, as where the proposal shows it sees less room.
+        at_least = _freed(proposed, promised)
+        selection = select_victims(
+            node=node, preemptor=preemptor, reservations=reservations, budgets_of=budgets, screen=screen,
+            nameable=_nameable({p.uid for p in proposed if p.uid not in promised}, now), at_least=at_least, swap=swap,
+        )
+        if isinstance(selection, NodeRejected):
+            if selection.cause is Cause.DOES_NOT_FIT:
+                return _no_room_here(name, selection, node, preemptor, reservations, as_proposed, proposed, promised, budgets, screen)
+            return NodeOutcome(name, Verdict.DROPPED, selection.cause, reasons=(selection.reason,))
     if not selection.victims:
-        if not as_proposed and _room_after(node, preemptor, reservations, ()) is not None:
-            # kube-scheduler 1.38 proposes nodes its own filters pass, with no victims, when an
-            # extender's filter rejected them: reprieve sees no reason here to evict anyone.
-            return NodeOutcome(
-                name, Verdict.DROPPED, Cause.NOTHING_TO_EVICT,
-                reasons=("proposed with no victims, and the pod fits here in reprieve's view: "
-                         "another extender's filter rejected the node, for a reason reprieve does not know",),
-            )
+        staying = [p for p in view.nodes[name].pods if p.uid in promised and not p.terminating]
+        if staying and _room_after(_with(node, staying), preemptor, reservations, _leaving(node, preemptor)) is None:
+            # The pod fits only once victims promised to an earlier answer go, and the view
+            # does not show them going: that answer's preemptor may be gone, its victims never
+            # deleted, and waiting would then be for nothing. The scheduler's victims are kept
+            # (naming again one already going costs nothing).
+            why = f"fits once {_keys(staying)} go for an earlier answer, which the view does not show yet"
+            return _keep_scheduler_victims(name, as_proposed, budgets, screen, Cause.IN_FLIGHT, why)
         return NodeOutcome(
             name, Verdict.DROPPED, Cause.LEAVING, reasons=("fits once the pods terminating here are gone",)
         )
@@ -562,10 +593,16 @@ def _records_here(
     promised = {v.uid for f in flights for v in f.victims}
     if not any(known_to_scheduler(h, preemptor) for h in held) or _makes_room(later, preemptor, held, proposed):
         return _Here(later, held, promised, ())
-    others = tuple(h for h in held if not known_to_scheduler(h, preemptor))
-    if not _makes_room(later, preemptor, others, proposed):
+    # Left out: the holders the scheduler knows, and with an answer's preemptor its victims,
+    # which the proposal shows the scheduler has not taken (it proposes them live, or needs
+    # them back to make room).
+    kept = [f for f in flights if not known_to_scheduler(f.preemptor, preemptor)]
+    alone, others = _as_it_will_be(
+        view, node, tuple(h for h in holders if not known_to_scheduler(h, preemptor)), preemptor, kept
+    )
+    if not _makes_room(alone, preemptor, others, proposed):
         return _Here(later, held, promised, ())  # something else differs too: see _no_room_here
-    return _Here(later, others, promised, tuple(h for h in held if known_to_scheduler(h, preemptor)))
+    return _Here(alone, others, {v.uid for f in kept for v in f.victims}, tuple(h for h in held if known_to_scheduler(h, preemptor)))
 
 
 def _makes_room(node: NodeInfo, preemptor: Pod, held: Sequence[Pod], proposed: Sequence[Pod]) -> bool:
@@ -614,6 +651,15 @@ def _scheduler_sees_less(
     if room is not None and any(all(p.requests.get(r, 0) <= room[r] for r in room) for p in live):
         return _freed(proposed, promised)
     return None
+
+
+def _with(node: NodeInfo, pods: Sequence[Pod]) -> NodeInfo:
+    return NodeInfo.build(node.node, (*node.pods, *pods))
+
+
+def _leaving(node: NodeInfo, preemptor: Pod) -> list[Pod]:
+    """The lower-priority pods already terminating on ``node``: their room comes free anyway."""
+    return [p for p in node.pods if p.terminating and p.priority < preemptor.priority]
 
 
 def _bound_elsewhere(view: ClusterView, uid: str, name: str) -> bool:

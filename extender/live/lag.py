@@ -69,10 +69,13 @@ def delayed(events: Iterator[dict], seconds: float, arrived: Callable[[], None])
     its turn, after the events before it."""
     inbox: queue.SimpleQueue = queue.SimpleQueue()
     end = object()
+    abandoned = threading.Event()  # the consumer stopped (an error, a relist): the reader goes quiet
 
     def read() -> None:
         try:
             for event in events:
+                if abandoned.is_set():
+                    return  # the stream ends when the server closes it (timeoutSeconds)
                 arrived()
                 inbox.put((time.monotonic() + seconds, event))
         except BaseException as exc:  # noqa: BLE001 - handed to the consumer, which raises it
@@ -81,13 +84,16 @@ def delayed(events: Iterator[dict], seconds: float, arrived: Callable[[], None])
             inbox.put((time.monotonic() + seconds, end))
 
     threading.Thread(target=read, name="delayed-watch", daemon=True).start()
-    while True:
-        due, item = inbox.get()
-        wait = due - time.monotonic()
-        if wait > 0:
-            time.sleep(wait)
-        if item is end:
-            return
-        if isinstance(item, BaseException):
-            raise item
-        yield item
+    try:
+        while True:
+            due, item = inbox.get()
+            wait = due - time.monotonic()
+            if wait > 0:
+                time.sleep(wait)
+            if item is end:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        abandoned.set()

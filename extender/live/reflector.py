@@ -127,13 +127,16 @@ class Reflector(threading.Thread):
             if self._watch_delay <= 0:
                 lag.arrived(name)
             try:
-                resource_version = self._handle(event, resource_version)
+                resource_version, what = self._handle(event, resource_version)
             finally:
+                # Before the publisher hears of it (on_event): a view built in between would
+                # include the event but leave its arrival counted as unpublished.
                 lag.applied(name)
+            self._on_event(name, what)
         return resource_version
 
-    def _handle(self, event: dict, resource_version: str) -> str:
-        """Apply one watch event; returns the resourceVersion it brings."""
+    def _handle(self, event: dict, resource_version: str) -> tuple[str, str]:
+        """Apply one watch event: (the resourceVersion it brings, "event" or "bookmark")."""
         kind = event.get("type")
         obj = event.get("object") or {}
         if kind == "ERROR":
@@ -143,9 +146,7 @@ class Reflector(threading.Thread):
         resource_version = (obj.get("metadata") or {}).get("resourceVersion", resource_version)
         if kind == "BOOKMARK":
             self._store.bookmark(self.kind.name, resource_version)
-            self._on_event(self.kind.name, "bookmark")
-            return resource_version
+            return resource_version, "bookmark"
         key, record = event_change(self.kind, event, self._classes())
         self._store.apply(self.kind.name, key, record, resource_version)
-        self._on_event(self.kind.name, "event")
-        return resource_version
+        return resource_version, "event"

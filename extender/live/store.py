@@ -316,13 +316,18 @@ class ChangeLog:
     record keyed by a pod's UID (extender.state.ledger) can tell a pod deleted from one not
     seen yet even if no view in between was ever asked about it."""
 
-    def __init__(self, keep: int = 256, keep_deleted: int = 65_536) -> None:
+    def __init__(
+        self, keep: int = 256, keep_deleted: int = 65_536, deleted_seconds: float = 120.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._lock = threading.Lock()
         self._revision = 0
         self._oldest = 1  # the first revision whose predecessor's changes are known
         self._log: deque[tuple[int, frozenset[str], frozenset[str]]] = deque(maxlen=keep)
-        self._keep_deleted = keep_deleted
-        self._deleted: OrderedDict[str, int] = OrderedDict()  # pod UID -> revision; oldest first
+        # Deletions are kept as long as a record keyed by the pod can still ask about them
+        # (extender.state.ledger forgets its answers after 30 s), and no more than keep_deleted.
+        self._keep_deleted, self._deleted_seconds, self._clock = keep_deleted, deleted_seconds, clock
+        self._deleted: OrderedDict[str, tuple[int, float]] = OrderedDict()  # UID -> (revision, when); oldest first
 
     def record(self, changed: tuple[frozenset[str], frozenset[str]] | None, *, deleted: Iterable[str] = ()) -> int:
         """Number the next view; ``changed``: (pods, nodes) since the previous one, None for a
@@ -335,17 +340,22 @@ class ChangeLog:
             else:
                 self._log.append((self._revision, *changed))
                 self._oldest = max(self._oldest, self._log[0][0])
+            now = self._clock()
             for uid in deleted:
-                self._deleted[uid] = self._revision
-            while len(self._deleted) > self._keep_deleted:
+                self._deleted[uid] = (self._revision, now)
+            while self._deleted and (
+                len(self._deleted) > self._keep_deleted or now - next(iter(self._deleted.values()))[1] > self._deleted_seconds
+            ):
                 self._deleted.popitem(last=False)
             return self._revision
 
     def deleted_at(self, uid: str) -> int | None:
         """The revision of the first view that no longer had this pod; None if it was never
-        seen deleted (or so long ago that it was forgotten: the newest 65,536 are kept)."""
+        seen deleted (or so long ago that it was forgotten: the last two minutes' are kept,
+        65,536 at most)."""
         with self._lock:
-            return self._deleted.get(uid)
+            found = self._deleted.get(uid)
+        return None if found is None else found[0]
 
     def since(self, revision: int) -> tuple[frozenset[str], frozenset[str]] | None:
         with self._lock:

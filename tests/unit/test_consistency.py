@@ -13,6 +13,7 @@ from policy.causes import Cause, Refusal
 from policy.model import InFlight
 from policy.preempt import SETTLE_SECONDS, Proposal, Verdict, decide
 from policy.qos import QoS
+from policy.tenancy import Rules
 from tests.builders import node, pod, scheduler_proposals, view
 
 G, B = QoS.GUARANTEED, QoS.BURSTABLE
@@ -60,11 +61,11 @@ def test_a_proposal_that_shows_the_scheduler_moved_past_its_own_answer_sets_its_
     # The same proposal from A's own scheduler, which holds A's room from the moment it took the
     # answer (its nominator, before the next cycle): proposing f3 alone, it shows it no longer
     # holds A's room on n1 (A went elsewhere or was deleted). reprieve's record of A is older:
-    # A's room is set aside; f3 still goes (it was named for A), and B fits once it is gone, so
-    # no one else is evicted.
+    # A's room is set aside, and its victim with it: the answer was not taken (or the scheduler
+    # moved past it), so f3 is not leaving for A, and B may have it.
     decision, fillers = after_a((3,))
-    assert decision.answer == {}
-    assert decision.outcomes[0].cause is Cause.LEAVING
+    assert decision.answer == {"n1": Proposal(uids(fillers[3]), 0)}
+    assert decision.outcomes[0].cause is Cause.SCHEDULER_NEWER
 
 
 def test_without_the_record_the_victim_would_be_promised_twice():
@@ -243,3 +244,66 @@ def test_a_preemptor_never_waits_for_its_own_victims_when_the_scheduler_asks():
     v = view([node("n1", cpu=32), node("n2", cpu=32)], [*fillers, *n2, a])
     decision = decide(view=v, preemptor=a, proposals={"n2": Proposal(uids(n2[3]), 0)})
     assert decision.refusal is Refusal.NONE and decision.answer == {"n2": Proposal(uids(n2[3]), 0)}
+
+
+# ---------------------------------------------------------------- found in review (scheduler ahead)
+
+
+def test_an_answer_the_scheduler_did_not_take_gives_back_its_victims_with_its_room():
+    # reprieve answered PA on n1 with v1; the scheduler did not take it and proposes v1 and v2
+    # for P2 (8 cpu): its room set aside, PA's victim is not leaving either, so both must go.
+    v1, v2 = pod("v1", node="n1", priority=1, cpu=4), pod("v2", node="n1", priority=1, cpu=4)
+    pa, p2 = pod("pa", priority=10, cpu=4), pod("p2", priority=10, cpu=8)
+    v = view([node("n1", cpu=8)], [v1, v2, pa])
+    decision = decide(view=v, preemptor=p2, proposals={"n1": Proposal(uids(v1, v2), 0)}, in_flight=[InFlight(pa, "n1", (v1,))])
+    assert set(decision.answer["n1"].uids) == set(uids(v1, v2))
+    assert decision.outcomes[0].cause is Cause.SCHEDULER_NEWER
+
+
+def test_deferring_never_hands_the_scheduler_a_choice_reprieve_refused():
+    # A victim unit spans n1 and n2 (cannot be answered); n3's victim is protected by the rules,
+    # or promised to another answer in flight: deferring would let the scheduler take it.
+    m1, m2 = pod("m1", ns="kube-system", node="n1", priority=1, cpu=4), pod("m2", ns="kube-system", node="n2", priority=1, cpu=4)
+    lone = pod("lone", ns="kube-system", node="n3", priority=1, cpu=4)
+    v = view([node(n, cpu=4) for n in ("n1", "n2", "n3")], [m1, m2, lone])
+    proposals = {"n1": Proposal(uids(m1, m2), 0), "n2": Proposal(uids(m2, m1), 0), "n3": Proposal(uids(lone), 0)}
+    pre = pod("pre", priority=10, cpu=4)
+    with_rules = decide(view=v, preemptor=pre, proposals=proposals, rules=Rules())  # kube-system protected
+    assert with_rules.answer == {} and not with_rules.defers
+    other = pod("other", priority=20, cpu=4, scheduler="volcano")
+    promised = decide(view=v, preemptor=pre, proposals=proposals, in_flight=[InFlight(other, "n3", (lone,))])
+    assert not promised.defers
+
+
+def test_a_preemptor_never_waits_for_room_the_schedulers_own_preemptions_free():
+    # reprieve's view still shows t (preempted by the scheduler, terminating) and not y, bound
+    # into its room since: waiting for t would strand the pod. The scheduler's victim v is the floor.
+    hi, v_ = pod("hi", node="n1", priority=100, cpu=2), pod("v", node="n1", priority=1, cpu=4, start=5)
+    y = pod("y", node="n1", priority=50, cpu=4)
+    t = pod("t", node="n1", priority=1, cpu=4, terminating=True, preempted=True)
+    older = view([node("n1", cpu=10)], [hi, v_, t])
+    truth = view([node("n1", cpu=10)], [hi, v_, y])
+    p = pod("p", priority=10, cpu=4)
+    decision = decide(view=older, preemptor=p, proposals=scheduler_proposals(truth, p))
+    assert decision.answer == {"n1": Proposal(uids(v_), 0)}
+    # Nor on its nominated node: x (preempted for it) and t (deleted by a controller) are gone in
+    # the scheduler's view, q took x's room; x's room does not make the pod fit there.
+    base, q = pod("base", node="n1", priority=1, cpu=3.9), pod("q", node="n1", priority=50, cpu=4)
+    x = pod("x", node="n1", priority=1, cpu=4, terminating=True, preempted=True)
+    small = pod("t", node="n1", priority=1, cpu=0.1, terminating=True)
+    w = pod("w", node="n2", priority=1, cpu=4)
+    nominated = pod("p", priority=10, cpu=4, nominated="n1")
+    truth = view([node("n1", cpu=8), node("n2", cpu=4)], [base, q, w, nominated])
+    older = view([node("n1", cpu=8), node("n2", cpu=4)], [base, x, small, w, nominated])
+    decision = decide(view=older, preemptor=nominated, proposals=scheduler_proposals(truth, nominated))
+    assert decision.refusal is Refusal.NONE and decision.answer
+
+
+def test_a_node_proposed_with_no_victims_never_makes_the_pod_wait():
+    # kube-scheduler 1.38: n1 passed its own filters (so the pod fits there in its view) but
+    # another extender's filter rejected it; reprieve's view still shows t terminating there.
+    t = pod("t", node="n1", priority=1, cpu=4, terminating=True)
+    busy, v_ = pod("busy", node="n1", priority=1, cpu=2), pod("v", node="n2", priority=1, cpu=4)
+    v = view([node("n1", cpu=6), node("n2", cpu=4)], [t, busy, v_])
+    decision = decide(view=v, preemptor=pod("p", priority=10, cpu=4), proposals={"n1": Proposal((), 0), "n2": Proposal(uids(v_), 0)})
+    assert decision.answer == {"n2": Proposal(uids(v_), 0)}

@@ -63,3 +63,23 @@ def test_delayed_raises_the_streams_error_after_the_events_before_it():
         for event in delayed(stream(), 0.05, lambda: None):
             seen.append(event["n"])
     assert seen == [1]
+
+
+def test_an_abandoned_delayed_watch_stops_counting_arrivals():
+    # The reflector stops consuming on an error and watches again; the old stream's reader must
+    # not go on counting arrivals against the new watch (found in review).
+    import threading
+
+    release, arrivals = threading.Event(), []
+
+    def stream():
+        yield {"n": 1}
+        release.wait(5)
+        yield from ({"n": i} for i in range(2, 20))
+
+    events = delayed(stream(), 0.01, lambda: arrivals.append(1))
+    assert next(events) == {"n": 1}
+    events.close()
+    release.set()
+    time.sleep(0.2)
+    assert len(arrivals) <= 2  # the first, and at most the one the reader was holding

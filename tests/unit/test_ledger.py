@@ -236,7 +236,11 @@ def test_an_answer_settled_in_a_newer_view_is_still_in_flight_for_an_older_one()
     assert len(ledger) == 0
     older = ledger.in_flight(at(v, 6))
     assert [f.preemptor.uid for f in older] == [first.uid]
-    again = decide(view=at(v, 6), preemptor=second, proposals={"n1": Proposal(("uid-test-t2",), 0)}, in_flight=older)
+    # The scheduler holds the first preemptor's room and still sees t2 running: it proposes t2
+    # and one more.
+    proposed = scheduler_proposals(at(v, 6), second, older, ["n1"])
+    assert "uid-test-t2" in proposed["n1"].uids and len(proposed["n1"].uids) == 2
+    again = decide(view=at(v, 6), preemptor=second, proposals=proposed, in_flight=older)
     assert all(victim.uid not in proposal.uids for proposal in again.answer.values())
     assert ledger.in_flight(at(done, 8)) == ()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from extender.live.changes import KINDS
+from extender.live.lag import Lag
 from extender.live.reflector import Reflector
 from extender.live.store import Store
 from tests.e2e.client import wait_for
@@ -48,3 +49,32 @@ def test_unexpected_errors_mark_the_kind_out_of_sync_and_relist():
     finally:
         stop.set()
         reflector.join(timeout=5)
+
+
+class OneEvent:
+    """A watch that sends one pod and ends."""
+
+    def watch(self, path, params, *, read_timeout, on_connect):
+        on_connect()
+        pod = {"metadata": {"uid": "u1", "name": "a", "namespace": "default", "resourceVersion": "2"},
+               "spec": {"containers": []}, "status": {}}
+        return iter([{"type": "ADDED", "object": pod}])
+
+
+def test_an_event_is_applied_for_the_lag_before_the_publisher_hears_of_it():
+    # The publisher wakes on on_event and may build a view at once: the event must already be
+    # counted applied, or its arrival would stay "unpublished" and the lag gauge climb until the
+    # next event (found in review).
+    now = [100.0]
+    lag, store, published = Lag(clock=lambda: now[0]), Store(tuple(KINDS)), []
+
+    def on_event(kind, what):
+        published.append(lag.publishing())
+        store.build_view()
+
+    reflector = Reflector(KINDS["pods"], api=OneEvent(), store=store, classes=dict, on_sync=lambda k, ok: None,
+                          on_event=on_event, stop=threading.Event(), lag=lag)
+    reflector._watch("1")
+    assert published == [100.0]
+    now[0] = 400.0
+    assert lag.seconds() == 0.0

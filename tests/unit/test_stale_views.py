@@ -39,7 +39,8 @@ changes = st.lists(
 
 
 def build(bound, pending, ops, preemptor):
-    """(truth, reprieve's view, reprieve's answers in flight). The changes are resolved against
+    """(truth, reprieve's view, reprieve's answers in flight, the kinds of change the view
+    missed). The changes are resolved against
     the truth in order, each a new state for one pod (or its deletion); reprieve's view misses
     those flagged missed and, as a watch delivers one pod's changes in order, every later change
     of the same pod."""
@@ -61,13 +62,15 @@ def build(bound, pending, ops, preemptor):
             # An earlier pod of the preemptor's name, nominated to ``where``, deleted since.
             old = dataclasses.replace(preemptor, uid=f"uid-old-{where}-{index}", nominated_node_name=where)
             before[old.uid] = old
-            events.append((old.uid, None, missed))
+            events.append((old.uid, None, missed, op))
             continue
         if op == "gone-answer":
-            # reprieve answered a pod of the scheduler's for ``where``, deleted since: the
+            # reprieve answered a pod of the scheduler's for ``where``, naming a pod there, and
+            # the pod was deleted before the answer was carried out (its victim still runs): the
             # change log did not see it go if the view missed the deletion.
             if missed:
-                answers.append(InFlight(pod(f"gone{index}", priority=preemptor.priority, cpu=2), where, ()))
+                on = [p for p in pods.values() if p.node_name == where]
+                answers.append(InFlight(pod(f"gone{index}", priority=preemptor.priority, cpu=2), where, tuple(on[:1])))
             continue
         if op == "delete":
             on = [p for p in pods.values() if p.node_name == where]
@@ -88,17 +91,18 @@ def build(bound, pending, ops, preemptor):
             del pods[target.uid]
         else:
             pods[target.uid] = new
-        events.append((target.uid, new, missed))
-    older, stopped = dict(before), set()
-    for uid, new, missed in events:
+        events.append((target.uid, new, missed, op))
+    older, stopped, kinds = dict(before), set(), {"gone-answer"} if answers else set()
+    for uid, new, missed, op in events:
         if missed or uid in stopped:
             stopped.add(uid)
+            kinds.add(op)
         elif new is None:
             older.pop(uid, None)
         else:
             older[uid] = new
     nodes = [node(n, cpu=8, pods=10) for n in NODES]
-    return view(nodes, pods.values()), view(nodes, older.values()), answers
+    return view(nodes, pods.values()), view(nodes, older.values()), answers, kinds
 
 
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.filter_too_much])
@@ -112,9 +116,13 @@ def build(bound, pending, ops, preemptor):
 # upstream's TestPreemptionRaces in small: the preemptor's earlier pod of its name still
 # nominated in reprieve's view, and reprieve's answer for it still in flight.
 @example(bound=[[(2, 4), (2, 4)], [], []], pending=[], ops=[("recreate", 0, "n0", True)], priority=9, cpu=4)
+# Found by it: reprieve's answer for a preemptor since deleted (its victim never deleted) held
+# n1, and the pod fit there once that victim went: it waited for nothing.
+@example(bound=[[(0, 3), (0, 4)], [(0, 3), (1, 4)], [(0, 1), (0, 2), (0, 4)]], pending=[],
+         ops=[("gone-answer", 0, "n1", True)], priority=5, cpu=2)
 def test_an_older_view_never_strands_a_preemptor_stock_would_place(bound, pending, ops, priority, cpu):
     preemptor = pod("pre", priority=priority, cpu=cpu, uid="uid-pre-now")
-    truth, older, answers = build(bound, pending, ops, preemptor)
+    truth, older, answers, missed = build(bound, pending, ops, preemptor)
     scheduler = stock.decide(view=truth, preemptor=preemptor, node_names=NODES)
     assume(not scheduler.refusal and not scheduler.fits and scheduler.proposals)
     decision = decide(view=older, preemptor=preemptor, proposals=scheduler.proposals, in_flight=answers)
@@ -122,12 +130,12 @@ def test_an_older_view_never_strands_a_preemptor_stock_would_place(bound, pendin
     assert decision.answer, (decision.reasons, [(o.node, o.cause, o.reasons) for o in decision.outcomes])
     (chosen,) = decision.answer
     assert chosen in scheduler.proposals
-    if not any(op in ("delete", "bind", "nominate") and missed for op, _, _, missed in ops):
+    if not missed & {"delete", "bind", "nominate", "gone-answer"}:
         # What reprieve's view misses only holds room it no longer holds (cleared nominations,
-        # pods re-created, answers whose preemptor is gone): reprieve judges the node itself
-        # (sets that room aside), not on the scheduler's word. (A missed binding or nomination
-        # shows reprieve more room than there is, which the proposal does not always reveal:
-        # docs/upstream-semantics.md.)
+        # pods re-created): reprieve judges the node itself (sets that room aside), not on the
+        # scheduler's word. (A missed binding or nomination, or an answer whose preemptor went
+        # before it was carried out, its victim staying, shows reprieve more room than there is,
+        # which the proposal does not always reveal: docs/upstream-semantics.md.)
         outcome = next(o for o in decision.outcomes if o.node == chosen)
         assert outcome.verdict is Verdict.CHOSEN, (outcome.cause, outcome.reasons)
         # And the answer makes room in the scheduler's view: never less safe than its proposal.

@@ -190,3 +190,17 @@ def test_the_change_log_names_the_first_view_without_a_deleted_pod():
     log = third.changes
     assert (log.deleted_at(a.uid), log.deleted_at(b.uid), log.deleted_at(c.uid)) == (second.revision, third.revision, None)
     assert first.revision < second.revision < third.revision
+
+
+def test_the_change_log_forgets_deletions_no_record_can_ask_about():
+    from extender.live.store import ChangeLog
+
+    now = [0.0]
+    log = ChangeLog(deleted_seconds=120.0, clock=lambda: now[0])
+    log.record(None, deleted={"a"})
+    now[0] = 100.0
+    log.record(None, deleted={"b"})
+    assert (log.deleted_at("a"), log.deleted_at("b")) == (1, 2)
+    now[0] = 130.0
+    log.record(None)
+    assert (log.deleted_at("a"), log.deleted_at("b")) == (None, 2)
