@@ -87,7 +87,13 @@ class Scenario:
             "spec": {**self.pod_spec(**spec), **(extra or {})},
         }
         # The Priority admission plugin may not have seen a brand-new PriorityClass yet.
-        return self.saw("pods", wait_for(f"pod {name} admitted", lambda: self._try_create(body), timeout=15))
+        return self.create_pod(body)
+
+    def create_pod(self, body: dict) -> dict:
+        """Create a pod, waiting while the Priority admission plugin has not seen a brand-new
+        PriorityClass yet; noted for ``synced``."""
+        name = body["metadata"]["name"]
+        return self.saw("pods", wait_for(f"pod {name} admitted", lambda: self._try_create(body), timeout=15, interval=0.1))
 
     def replicaset(self, name: str, *, replicas: int, labels: dict, **spec) -> None:
         """A ReplicaSet whose pods carry ``labels`` (its selector) and ``spec`` (see pod_spec)."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import ssl
-import urllib.error
 
 import pytest
 import yaml

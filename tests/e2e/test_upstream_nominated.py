@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import pytest
 
-from extender.live.apiserver import ApiError
 from tests.e2e.client import wait_for
 from tests.e2e.scenario import REPRIEVE, STOCK, Scenario
 
@@ -61,16 +60,7 @@ def make_pod(
     if gates:
         spec["schedulingGates"] = [{"name": g} for g in gates]
     body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": scenario.ns}, "spec": spec}
-
-    def attempt():
-        try:
-            return scenario.kube.create(body)
-        except ApiError as exc:
-            if exc.status == 403 and "no PriorityClass" in str(exc):
-                return None
-            raise
-
-    return wait_for(f"pod {name} admitted", attempt, timeout=15, interval=0.1)
+    return scenario.create_pod(body)
 
 
 def bound(scenario: Scenario, name: str, timeout: float = 30) -> str:

@@ -116,17 +116,7 @@ def pod_body(
 
 
 def create(scenario: Scenario, body: dict) -> dict:
-    """Create a pod; the Priority admission plugin may not have seen a brand-new class yet."""
-
-    def attempt():
-        try:
-            return scenario.kube.create(body)
-        except ApiError as exc:
-            if exc.status == 403 and "no PriorityClass" in str(exc):
-                return None
-            raise
-
-    return wait_for(f"pod {body['metadata']['name']} admitted", attempt, timeout=15, interval=0.1)
+    return scenario.create_pod(body)
 
 
 def make_pod(scenario: Scenario, name: str, **kw) -> dict:
