@@ -582,11 +582,11 @@ def _records_here(
     of the answers it took from reprieve: policy.view.known_to_scheduler), from its nominator,
     which is never behind reprieve's view, and its victims make room for the preemptor next to
     them. Where its victims make room here only once some of those holders are left out, the
-    scheduler has moved past them (the nomination cleared, the pod bound or deleted): reprieve's
-    record is older, and their room is set aside. Holders the scheduler cannot know (another
-    scheduler's) always hold, and victims promised to an answer in flight stay promised: the
-    scheduler cannot know which pods reprieve named. (The victims then free at least as much as
-    the scheduler's: _evaluate.)"""
+    scheduler has moved past them (the nomination cleared, the pod bound or deleted, the answer
+    not taken): reprieve's record is older, and their room is set aside, an answer's victims with
+    it (they are not leaving for it). Holders the scheduler cannot know (another scheduler's)
+    always hold, the victims of their answers staying promised. (The victims then free at least
+    as much as the scheduler's: _evaluate.)"""
     holders = view.reservations(node.name, pod=preemptor)
     flights = _outranking(in_flight, node.name, preemptor)
     later, held = _as_it_will_be(view, node, holders, preemptor, flights)
