@@ -44,7 +44,10 @@ class ApiServer:
         """End every open watch now (a blocked read returns) and refuse new ones."""
         self._closed = True
         for response in list(self._watches):
-            response.shutdown()
+            try:
+                response.shutdown()
+            except (RuntimeError, ValueError, OSError):
+                pass  # the stream ended meanwhile and gave its connection back: nothing to end
         self._pool.clear()
 
     @classmethod
