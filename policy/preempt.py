@@ -14,7 +14,7 @@ from policy.model import POD_ANTI_AFFINITY, InFlight, Pod
 from policy.resources import Vector
 from policy.tenancy import Rules, Standing
 from policy.pdb import NO_VIOLATIONS, BudgetsOf, Violations, count_violations
-from policy.victims import NodeRejected, select_victims
+from policy.victims import NodeRejected, VictimSelection, select_victims
 from policy.view import ClusterView, NodeInfo, known_to_scheduler
 
 
@@ -456,16 +456,24 @@ def _evaluate(
     at_least = _scheduler_sees_less(node, preemptor, reservations, proposed, promised)
     if at_least is None and (set_aside or _maybe_assumed(view, name, preemptor)):
         at_least = _freed(proposed, promised)
-    selection = select_victims(
-        node=node,
-        preemptor=preemptor,
-        reservations=reservations,
-        budgets_of=budgets,
-        screen=screen,
-        nameable=_nameable({p.uid for p in proposed if p.uid not in promised}, now),
-        at_least=at_least,
-        swap=swap,
-    )
+    nameable = _nameable({p.uid for p in proposed if p.uid not in promised}, now)
+
+    def select(at_least: Vector | None) -> VictimSelection | NodeRejected:
+        return select_victims(
+            node=node, preemptor=preemptor, reservations=reservations, budgets_of=budgets, screen=screen,
+            nameable=nameable, at_least=at_least, swap=swap,
+        )
+
+    selection = select(at_least)
+    if (
+        isinstance(selection, VictimSelection) and not selection.victims and as_proposed
+        and any(p.terminating and p.preempted and p.priority < preemptor.priority for p in node.pods)
+    ):
+        # Waiting would count on room the scheduler's own preemptions free: it has seen those
+        # pods (and may have seen them go, and something else take their room); its victims are
+        # the floor, as where the proposal shows it sees less room.
+        at_least = _freed(proposed, promised)
+        selection = select(at_least)
     if isinstance(selection, NodeRejected):
         if selection.cause is Cause.DOES_NOT_FIT:
             return _no_room_here(name, selection, node, preemptor, reservations, as_proposed, proposed, promised, budgets, screen)
@@ -479,19 +487,6 @@ def _evaluate(
             reasons=("proposed with no victims, and the pod fits here in reprieve's view: "
                      "another extender's filter rejected the node, for a reason reprieve does not know",),
         )
-    if not selection.victims and any(p.terminating and p.preempted and p.priority < preemptor.priority for p in node.pods):
-        # Waiting would count on room the scheduler's own preemptions free: it has seen those
-        # pods (and may have seen them go, and something else take their room); its victims are
-        # the floor, as where the proposal shows it sees less room.
-        at_least = _freed(proposed, promised)
-        selection = select_victims(
-            node=node, preemptor=preemptor, reservations=reservations, budgets_of=budgets, screen=screen,
-            nameable=_nameable({p.uid for p in proposed if p.uid not in promised}, now), at_least=at_least, swap=swap,
-        )
-        if isinstance(selection, NodeRejected):
-            if selection.cause is Cause.DOES_NOT_FIT:
-                return _no_room_here(name, selection, node, preemptor, reservations, as_proposed, proposed, promised, budgets, screen)
-            return NodeOutcome(name, Verdict.DROPPED, selection.cause, reasons=(selection.reason,))
     if not selection.victims:
         staying = [p for p in view.nodes[name].pods if p.uid in promised and not p.terminating]
         if staying and _room_after(_with(node, staying), preemptor, reservations, _leaving(node, preemptor)) is None:
