@@ -10,8 +10,10 @@ import functools
 from typing import Annotated, Any, Literal
 
 import pydantic
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import StrictBool, StrictInt, StrictStr
 
+from policy import gangs
 from policy.quantity import parse_quantity
 
 
@@ -63,6 +65,22 @@ class AnnotatedMeta(ObjectMeta):
     annotations: dict[StrictStr, StrictStr] | None = None
 
 
+def _gang_annotations(value: Any) -> Any:
+    """Only the annotations policy.gangs reads (``gangs.ANNOTATIONS``), picked before validation:
+    the rest (kubectl's last-applied-configuration can be 256 KiB) is neither checked nor kept.
+    A kept value longer than a name (253 characters) is dropped too: no PodGroup has such a
+    name, and the counts gangs reads are at most 9 digits, so it marks no gang either way."""
+    if not isinstance(value, dict):
+        return value  # not a map: let validation say so
+    return {k: v for k in gangs.ANNOTATIONS if (v := value.get(k)) is not None and not (isinstance(v, str) and len(v) > 253)}
+
+
+class PodMeta(ObjectMeta):
+    """A pod's metadata: the annotations that mark gang membership, none other."""
+
+    annotations: Annotated[dict[StrictStr, StrictStr] | None, BeforeValidator(_gang_annotations)] = None
+
+
 class ResourceRequirements(_Object):
     requests: ResourceList | None = None
     limits: ResourceList | None = None
@@ -88,6 +106,10 @@ class Affinity(_Object):
     podAntiAffinity: AffinityTerms | None = None
 
 
+class SchedulingGroup(_Object):
+    podGroupName: Name | None = None  # the Workload API's PodGroup (scheduling.k8s.io/v1beta1)
+
+
 class TopologySpreadConstraint(_Object):
     whenUnsatisfiable: StrictStr = "DoNotSchedule"
 
@@ -106,6 +128,7 @@ class PodSpec(_Object):
     topologySpreadConstraints: list[TopologySpreadConstraint] | None = None
     volumes: list[dict[str, Any]] | None = None
     resourceClaims: list[dict[str, Any]] | None = None
+    schedulingGroup: SchedulingGroup | None = None
 
 
 class PodStatus(_Object):
@@ -119,7 +142,7 @@ class PodStatus(_Object):
 
 
 class Pod(_Object):
-    metadata: ObjectMeta = ObjectMeta()
+    metadata: PodMeta = PodMeta()
     spec: PodSpec = PodSpec()
     status: PodStatus = PodStatus()
 
@@ -163,6 +186,42 @@ class PriorityClass(_Object):
     metadata: AnnotatedMeta = AnnotatedMeta()
     value: Int32
     globalDefault: StrictBool | None = None
+
+
+# Gang group objects (policy.gangs.GroupMinimum): only the minimum is read.
+
+
+class MinMemberSpec(_Object):
+    minMember: Int32 | None = None  # int32, omitempty: absent means 0, no minimum
+
+
+class MinMemberPodGroup(_Object):
+    """scheduler-plugins' coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1) and Volcano's
+    (scheduling.volcano.sh/v1beta1): both keep the minimum in ``spec.minMember``."""
+
+    metadata: ObjectMeta = ObjectMeta()
+    spec: MinMemberSpec = MinMemberSpec()
+
+
+class GangSchedulingPolicy(_Object):
+    minCount: Int32 | None = None
+
+
+class PodGroupSchedulingPolicy(_Object):
+    # A union: ``basic`` (no all-or-nothing, so no minimum) or ``gang``.
+    gang: GangSchedulingPolicy | None = None
+
+
+class WorkloadPodGroupSpec(_Object):
+    schedulingPolicy: PodGroupSchedulingPolicy | None = None
+
+
+class WorkloadPodGroup(_Object):
+    """The Workload API's PodGroup (scheduling.k8s.io/v1beta1, Kubernetes 1.37 with the
+    GenericWorkload gate): the minimum is ``spec.schedulingPolicy.gang.minCount``."""
+
+    metadata: ObjectMeta = ObjectMeta()
+    spec: WorkloadPodGroupSpec = WorkloadPodGroupSpec()
 
 
 def describe_validation(exc: pydantic.ValidationError, *, limit: int = 3) -> str:

@@ -1,4 +1,5 @@
-"""Reading a cluster dump (``kubectl get nodes,pods,pdb,priorityclasses -A -o yaml|json``)."""
+"""Reading a cluster dump (``kubectl get nodes,pods,pdb,priorityclasses -A -o yaml|json``, and
+the gang PodGroups of docs/running.md if the cluster has them)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,15 @@ KINDS = {
     "PodDisruptionBudget": ("policy/v1",),
     "PriorityClass": ("scheduling.k8s.io/v1",),
 }
+# (apiVersion, kind) -> (projection, record) of the gang group objects (policy.gangs.GroupMinimum).
+# Other apiVersions of a PodGroup kind belong to other projects (or other Workload API
+# versions): ignored, like any unknown kind.
+GROUP_KINDS = {
+    ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): (kube.MinMemberPodGroup, translate.coscheduling_minimum),
+    ("scheduling.volcano.sh/v1beta1", "PodGroup"): (kube.MinMemberPodGroup, translate.volcano_minimum),
+    ("scheduling.k8s.io/v1beta1", "PodGroup"): (kube.WorkloadPodGroup, translate.workload_minimum),
+}
+_GROUP_KIND_NAMES = frozenset(kind for _, kind in GROUP_KINDS)
 
 
 def load(path: str | Path) -> ClusterView:
@@ -62,13 +72,18 @@ def _objects(documents: list[Any], source: str) -> Iterator[tuple[str, Any]]:
 
 def from_documents(documents: list[Any], *, source: str = "snapshot") -> ClusterView:
     raw: dict[str, list[tuple[str, dict]]] = {kind: [] for kind in KINDS}
+    raw_groups: dict[tuple[str, str], list[tuple[str, dict]]] = {kind: [] for kind in GROUP_KINDS}
     ignored: Counter[str] = Counter()
     for where, obj in _objects(documents, source):
         if not isinstance(obj, dict):
             raise SnapshotError(f"{where}: expected a Kubernetes object, found {type(obj).__name__}")
         kind, version = obj.get("kind"), obj.get("apiVersion")
+        if (version, kind) in GROUP_KINDS:
+            raw_groups[version, kind].append((where, obj))
+            continue
         if kind not in KINDS:
-            ignored[str(kind)] += 1
+            # The log line names a PodGroup's apiVersion when it is one reprieve does not read.
+            ignored[f"{kind} {version}" if kind in _GROUP_KIND_NAMES else str(kind)] += 1
             continue
         if version not in KINDS[kind]:
             raise SnapshotError(f"{where}: {kind} apiVersion {version!r} is not supported (want {KINDS[kind][0]})")
@@ -85,9 +100,17 @@ def from_documents(documents: list[Any], *, source: str = "snapshot") -> Cluster
         lambda p: translate.pod_record(p, classes),
         keep=lambda p: not translate.is_terminal(p),
     )
+    minimums = []
+    for (version, kind), entries in raw_groups.items():
+        model, record = GROUP_KINDS[version, kind]
+        parsed = _parse(entries, model, lambda g: (f"{version} {g.metadata.namespace or 'default'}/{g.metadata.name}", record(g)))
+        _unique(kind, (name for name, _ in parsed))
+        minimums += [minimum for _, minimum in parsed if minimum is not None]
     _unique("Node", (n.name for n in nodes))
     _unique("Pod UID", (p.uid for p in pods))
-    return ClusterView.build(nodes=nodes, pods=pods, budgets=budgets, priority_classes=classes.values())
+    return ClusterView.build(
+        nodes=nodes, pods=pods, budgets=budgets, priority_classes=classes.values(), group_minimums=minimums
+    )
 
 
 def _parse(entries, model, record, keep=lambda _: True) -> list:

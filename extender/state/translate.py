@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from extender.state import kube
-from policy import model, resources
+from policy import gangs, model, resources
 from policy.labels import Requirement, Selector
 from policy.quantity import to_units
 from policy.qos import QoS, compute_qos
@@ -56,6 +56,12 @@ def _share_name(text: str | None) -> str | None:
     return _shared_name(text) if text else None
 
 
+@functools.lru_cache(maxsize=SHARED_ENTRIES)
+def _shared_mark(mark: gangs.GangMark) -> gangs.GangMark:
+    """One GangMark (and one key string) per gang: its members carry the same."""
+    return mark
+
+
 def _as_is(value):
     return value
 
@@ -77,8 +83,15 @@ def is_terminal(pod: kube.Pod) -> bool:
 def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, shared: bool = True) -> model.Pod:
     """The policy record of ``pod``. ``shared=False`` for a pod that lives only as long as one
     request (the preemptor): its values are not worth a place in the shared tables."""
-    share, name = (_share_mapping, _share_name) if shared else (_as_is, _as_is)
+    share, name, mark = (_share_mapping, _share_name, _shared_mark) if shared else (_as_is, _as_is, _as_is)
     spec, meta, status = pod.spec, pod.metadata, pod.status
+    namespace = name(meta.namespace or "default")
+    gang = gangs.mark(
+        namespace=namespace,
+        labels=meta.labels or {},
+        annotations=meta.annotations or {},
+        pod_group=spec.schedulingGroup.podGroupName if spec.schedulingGroup else None,
+    )
     containers = [_requests_and_limits(c.resources) for c in spec.containers or ()]
     inits = [(c, _requests_and_limits(c.resources)) for c in spec.initContainers or ()]
     pod_level = _requests_and_limits(spec.resources) if spec.resources else None
@@ -95,7 +108,7 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
     return model.Pod(
         uid=meta.uid,
         name=meta.name,
-        namespace=name(meta.namespace or "default"),
+        namespace=namespace,
         priority=model.resolve_priority(
             spec_priority=spec.priority, class_name=spec.priorityClassName or "", classes=classes
         ),
@@ -113,6 +126,7 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
         priority_class=name(spec.priorityClassName) or "",
         owner=name(next((o.uid for o in meta.ownerReferences or () if o.controller), None)) or None,
         scheduler_name=name(spec.schedulerName) or model.DEFAULT_SCHEDULER,
+        gang=mark(gang) if gang is not None else None,
     )
 
 
@@ -180,3 +194,35 @@ def priority_class_record(pc: kube.PriorityClass) -> model.PriorityClass:
         global_default=bool(pc.globalDefault),
         annotations=dict(pc.metadata.annotations or {}),
     )
+
+
+# Gang group objects (the PodGroup kinds): their minimum, under the key policy.gangs.mark gives
+# the pods that name the group.
+
+
+def coscheduling_minimum(group: kube.MinMemberPodGroup) -> gangs.GroupMinimum | None:
+    """A scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1): its pods carry the label
+    scheduling.x-k8s.io/pod-group."""
+    return _minimum(gangs.COSCHEDULING, group.metadata, "spec.minMember", group.spec.minMember)
+
+
+def volcano_minimum(group: kube.MinMemberPodGroup) -> gangs.GroupMinimum | None:
+    """A Volcano PodGroup (scheduling.volcano.sh/v1beta1): its pods carry the annotation
+    scheduling.k8s.io/group-name."""
+    return _minimum(gangs.VOLCANO, group.metadata, "spec.minMember", group.spec.minMember)
+
+
+def workload_minimum(group: kube.WorkloadPodGroup) -> gangs.GroupMinimum | None:
+    """A Workload API PodGroup (scheduling.k8s.io/v1beta1): its pods name it in
+    spec.schedulingGroup.podGroupName. A ``basic`` policy (or none) is not all-or-nothing."""
+    policy = group.spec.schedulingPolicy
+    count = policy.gang.minCount if policy is not None and policy.gang is not None else None
+    return _minimum(gangs.WORKLOAD, group.metadata, "spec.schedulingPolicy.gang.minCount", count)
+
+
+def _minimum(framework: str, meta: kube.ObjectMeta, field: str, minimum: int | None) -> gangs.GroupMinimum | None:
+    """None for no minimum, or one below 1: the pods are independent, never an error."""
+    if minimum is None or minimum < 1:
+        return None
+    where = f"{meta.namespace or 'default'}/{meta.name}"
+    return gangs.GroupMinimum(f"{framework} {where}", minimum, f"PodGroup {where} {field}")

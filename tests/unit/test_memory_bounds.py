@@ -15,13 +15,20 @@ CACHES = [
     pytest.param(translate._shared_mapping, id="label-sets-and-vectors"),
     pytest.param(translate._shared_name, id="names"),
     pytest.param(translate._units, id="quantities"),
+    pytest.param(translate._shared_mark, id="gang-marks"),
 ]
 
 
 def _pod(i: int) -> kube.Pod:
     return kube.Pod.model_validate(
         {
-            "metadata": {"name": f"p{i}", "namespace": f"ns{i}", "uid": f"u{i}", "labels": {"app": f"a{i}"}},
+            "metadata": {
+                "name": f"p{i}",
+                "namespace": f"ns{i}",
+                "uid": f"u{i}",
+                "labels": {"app": f"a{i}"},
+                "annotations": {"scheduling.k8s.io/group-name": f"g{i}"},  # a Volcano gang each
+            },
             "spec": {
                 "nodeName": f"node-{i}",
                 "containers": [{"resources": {"requests": {"cpu": f"{i}m", "memory": f"{i}Mi"}}}],
@@ -46,19 +53,21 @@ def test_every_cache_stops_at_its_bound(churned, cache):
 
 def test_shared_values_are_shared_while_cached():
     a, b = translate.pod_record(_pod(1), {}), translate.pod_record(_pod(1), {})
-    assert a.labels is b.labels and a.requests is b.requests and a.node_name is b.node_name
+    assert a.labels is b.labels and a.requests is b.requests and a.node_name is b.node_name and a.gang is b.gang
 
 
 def test_request_pods_never_enter_the_shared_tables():
     translate.pod_record(_pod(0), {})
-    before = [cache.cache_info().currsize for cache in (translate._shared_mapping, translate._shared_name)]
-    translate._shared_mapping.cache_clear()
-    translate._shared_name.cache_clear()
+    shared = (translate._shared_mapping, translate._shared_name, translate._shared_mark)
+    before = [cache.cache_info().currsize for cache in shared]
+    for cache in shared:
+        cache.cache_clear()
     for i in range(100):
         record = translate.pod_record(_pod(10**6 + i), {}, shared=False)
     assert record.labels == {"app": f"a{10**6 + 99}"} and record.node_name == f"node-{10**6 + 99}"
-    assert [cache.cache_info().currsize for cache in (translate._shared_mapping, translate._shared_name)] == [0, 0]
-    assert before != [0, 0]
+    assert record.gang.key == f"volcano ns{10**6 + 99}/g{10**6 + 99}"
+    assert [cache.cache_info().currsize for cache in shared] == [0, 0, 0]
+    assert 0 not in before
 
 
 def _line(**fields) -> str:
