@@ -18,7 +18,7 @@ return a set only if it is strictly cheaper than the one they were given, so tie
 greedy answer and its reasons.
 
 Why bounding works: adding a victim never lowers any criterion of the key (opted-out
-victims, PDB violations, highest priority, Guaranteed and Burstable counts, the shifted
+victims, broken gangs, PDB violations, highest priority, Guaranteed and Burstable counts, the shifted
 priority sum, the count) and raises the count, so a set's key bounds every superset's from
 below, and a set whose kept pods all fit needs no further victim.
 """
@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from policy import ranking
+from policy import gangs, ranking
 from policy.importance import importance
 from policy.model import Pod
 from policy.pdb import BudgetsOf, Violations, count_violations
@@ -53,6 +53,7 @@ class _Class:
     opted_out: bool
     budgets: tuple[str, ...]  # budgets one eviction spends
     allowed: tuple[int, ...]
+    gang: gangs.Gang | None  # the gang its pods belong to
 
 
 def cheapest(
@@ -64,15 +65,17 @@ def cheapest(
     budgets_of: BudgetsOf,
     opted_out: set[str],
     beat: tuple,
+    gang_of: gangs.GangOf | None = None,
 ) -> Found | None:
     """The cheapest set of ``live`` victims (with every ``leaving`` pod named) after which the
     rest fit in ``room``, if it costs strictly less than ``beat``; else None.
 
     ``live`` is most important first (policy.importance); ``opted_out`` are the UIDs of
-    pods whose eviction counts as a last resort (ranking's first criterion)."""
+    pods whose eviction counts as a last resort (ranking's first criterion); ``gang_of``
+    the victims' gangs (policy.gangs)."""
     budget_sets = [_spent(p, budgets_of) for p in live]
     overlapping = any(len(b) > 1 for b in budget_sets)
-    classes = _classes(live, budget_sets, checked, opted_out, budgets_of, alike=not overlapping)
+    classes = _classes(live, budget_sets, checked, opted_out, budgets_of, gang_of, alike=not overlapping)
     # suffix[i]: what classes i.. use if all their pods stay.
     suffix = [tuple(0 for _ in checked)]
     for c in reversed(classes):
@@ -86,7 +89,8 @@ def cheapest(
     def leaf(evicted: list[Pod]) -> None:
         victims = tuple(sorted((*leaving, *evicted), key=importance))
         violations = count_violations(victims, budgets_of)
-        key = ranking.cost(victims, violations, sum(p.uid in opted_out for p in evicted)).key
+        broken = gangs.count_broken(evicted, gang_of).count
+        key = ranking.cost(victims, violations, sum(p.uid in opted_out for p in evicted), broken).key
         if key < best[0]:
             best[0], best[1] = key, Found(victims, violations, key)
 
@@ -123,6 +127,7 @@ def improve(
     opted_out: set[str],
     victims: Sequence[Pod],
     key: tuple,
+    gang_of: gangs.GangOf | None = None,
 ) -> Found | None:
     """One pass of single swaps from ``victims`` (live ones of a greedy result, cost ``key``):
     for each victim, most important first, try to keep it, making room by evicting the least
@@ -165,7 +170,8 @@ def improve(
                 candidate.discard(other.uid)
         chosen = tuple(sorted((*leaving, *(p for p in live if p.uid in candidate)), key=importance))
         violations = count_violations(chosen, budgets_of)
-        found_key = ranking.cost(chosen, violations, len(candidate & opted_out)).key
+        broken = gangs.count_broken(chosen, gang_of).count
+        found_key = ranking.cost(chosen, violations, len(candidate & opted_out), broken).key
         if found_key < (best.key if best else key):
             best = Found(chosen, violations, found_key)
             current, kept_use = candidate, used
@@ -174,21 +180,28 @@ def improve(
 
 @dataclass(frozen=True, slots=True)
 class _Bound:
-    """The first seven criteria of ranking's key for the victims chosen so far (the start of
-    the most important victims is known only for a whole set)."""
+    """Ranking's key but its last criterion for the victims chosen so far (the start of the
+    most important victims is known only for a whole set)."""
 
     low: tuple
     covered: tuple[tuple[str, int], ...]  # budget key -> victims it covers so far
+    taken: tuple[tuple[str, int], ...] = ()  # gang key -> its members taken so far
 
     @classmethod
     def empty(cls) -> "_Bound":
-        return cls((0, 0, float("-inf"), 0, 0, 0, 0), ())
+        return cls((0, 0, 0, float("-inf"), 0, 0, 0, 0), ())
 
     def evict(self, c: _Class, pods: Sequence[Pod], before: Sequence[Pod], overlapping: BudgetsOf | None) -> "_Bound":
         """The bound with ``pods`` (of class ``c``) evicted after ``before``. Violations add up
         per budget while no pod is covered by two; otherwise (``overlapping`` is the budget
         lookup) they are counted over the whole set, in upstream's order."""
-        opted, violations, top, g, b, total, count = self.low
+        opted, broken, violations, top, g, b, total, count = self.low
+        taken = self.taken
+        if c.gang is not None:
+            gang = c.gang
+            was = dict(taken).get(gang.key, 0)
+            broken += was <= gang.spare < was + len(pods)
+            taken = (*(t for t in taken if t[0] != gang.key), (gang.key, was + len(pods)))
         covered = dict(self.covered)
         for budget, allowed in zip(c.budgets, c.allowed):
             was = covered.get(budget, 0)
@@ -202,19 +215,25 @@ class _Bound:
             b += p.qos == QoS.BURSTABLE
             total += p.priority + ranking.SHIFT
         return _Bound(
-            (opted + c.opted_out * len(pods), violations, top, g, b, total, count + len(pods)),
+            (opted + c.opted_out * len(pods), broken, violations, top, g, b, total, count + len(pods)),
             tuple(covered.items()),
+            taken,
         )
 
 
-def _classes(live, budget_sets, checked, opted_out, budgets_of, *, alike: bool) -> list[_Class]:
+def _classes(live, budget_sets, checked, opted_out, budgets_of, gang_of, *, alike: bool) -> list[_Class]:
     """``live`` grouped into classes of interchangeable pods (if ``alike``), most important
     class first. Pods are interchangeable when they agree on everything the key counts except
-    their start time: priority, QoS, what they use, the budgets they spend, being opted out."""
+    their start time: priority, QoS, what they use, the budgets they spend, being opted out,
+    their gang."""
     groups: dict[tuple, list[Pod]] = {}
     for pod, budgets in zip(live, budget_sets):
         needs = tuple(pod.requests.get(r, 0) for r in checked)
-        signature = (pod.priority, pod.qos, needs, tuple(b.key for b in budgets), pod.uid in opted_out)
+        gang = gang_of(pod) if gang_of is not None else None
+        signature = (
+            pod.priority, pod.qos, needs, tuple(b.key for b in budgets), pod.uid in opted_out,
+            gang.key if gang is not None else None,
+        )
         groups.setdefault(signature if alike else (pod.uid,), []).append(pod)
     classes = []
     for pods in groups.values():
@@ -226,6 +245,7 @@ def _classes(live, budget_sets, checked, opted_out, budgets_of, *, alike: bool) 
                 opted_out=pods[0].uid in opted_out,
                 budgets=tuple(b.key for b in budgets),
                 allowed=tuple(b.disruptions_allowed for b in budgets),
+                gang=gang_of(pods[0]) if gang_of is not None else None,
             )
         )
     classes.sort(key=lambda c: importance(c.pods[0]))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from policy.gangs import GangMark
 from policy.labels import Selector
 from policy.qos import QoS
 from policy.resources import Vector
@@ -52,6 +53,7 @@ class Pod:
     # spec.schedulerName: the scheduler whose nominator holds this pod's nomination (see
     # policy.view.known_to_scheduler).
     scheduler_name: str = DEFAULT_SCHEDULER
+    gang: GangMark | None = None  # the all-or-nothing group it belongs to (policy.gangs)
     # When reprieve's view first showed the pod bound to its node (seconds since the epoch);
     # None: as old as the view itself (a snapshot, a first list). Not part of the pod's identity.
     bound_at: float | None = field(default=None, compare=False)

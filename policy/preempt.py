@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
-from policy import bounds, ranking, resources, tenancy
+from policy import bounds, gangs, ranking, resources, tenancy
 from policy.causes import Cause, Refusal
 from policy.model import POD_ANTI_AFFINITY, InFlight, Pod
 from policy.resources import Vector
 from policy.tenancy import Rules, Standing
-from policy.pdb import NO_VIOLATIONS, BudgetsOf, Violations, count_violations
+from policy.pdb import NO_VIOLATIONS, Violations, count_violations
 from policy.victims import NodeRejected, VictimSelection, select_victims
 from policy.view import ClusterView, NodeInfo, known_to_scheduler
 
@@ -447,7 +447,7 @@ def _evaluate(
         taken = sorted(p.key for p in proposed if p.uid in promised)
         if taken:
             return _already_promised(name, taken)
-        return _keep_scheduler_victims(name, proposed, budgets, screen, Cause.UNMODELLED, unmodelled)
+        return _keep_scheduler_victims(name, proposed, view, screen, Cause.UNMODELLED, unmodelled)
 
     here = _records_here(view, node, preemptor, in_flight, proposed)
     node, reservations, promised, set_aside = here
@@ -461,7 +461,7 @@ def _evaluate(
     def select(at_least: Vector | None) -> VictimSelection | NodeRejected:
         return select_victims(
             node=node, preemptor=preemptor, reservations=reservations, budgets_of=budgets, screen=screen,
-            nameable=nameable, at_least=at_least, swap=swap,
+            nameable=nameable, at_least=at_least, swap=swap, gang_of=view.gang_of,
         )
 
     selection = select(at_least)
@@ -476,7 +476,7 @@ def _evaluate(
         selection = select(at_least)
     if isinstance(selection, NodeRejected):
         if selection.cause is Cause.DOES_NOT_FIT:
-            return _no_room_here(name, selection, node, preemptor, reservations, as_proposed, proposed, promised, budgets, screen)
+            return _no_room_here(name, selection, node, preemptor, reservations, as_proposed, proposed, promised, view, screen)
         return NodeOutcome(name, Verdict.DROPPED, selection.cause, reasons=(selection.reason,))
     if not selection.victims and not as_proposed:
         # kube-scheduler 1.38 proposes nodes its own filters pass, with no victims, when an
@@ -495,7 +495,7 @@ def _evaluate(
             # deleted, and waiting would then be for nothing. The scheduler's victims are kept
             # (naming again one already going costs nothing).
             why = f"fits once {_keys(staying)} go for an earlier answer, which the view does not show yet"
-            return _keep_scheduler_victims(name, as_proposed, budgets, screen, Cause.IN_FLIGHT, why)
+            return _keep_scheduler_victims(name, as_proposed, view, screen, Cause.IN_FLIGHT, why)
         return NodeOutcome(
             name, Verdict.DROPPED, Cause.LEAVING, reasons=("fits once the pods terminating here are gone",)
         )
@@ -515,7 +515,7 @@ def _evaluate(
         cause,
         victims=selection.victims,
         violations=selection.violations,
-        cost=ranking.cost(selection.victims, selection.violations, selection.opted_out),
+        cost=ranking.cost(selection.victims, selection.violations, selection.opted_out, selection.broken.count),
         reasons=reasons,
     )
 
@@ -529,7 +529,7 @@ def _no_room_here(
     as_proposed: list[Pod],
     proposed: list[Pod],
     promised: set[str],
-    budgets: BudgetsOf,
+    view: ClusterView,
     screen: tenancy.Screen | None,
 ) -> NodeOutcome:
     """A proposed node where reprieve finds no room even with every lower-priority pod gone.
@@ -550,7 +550,7 @@ def _no_room_here(
     if taken:
         return _already_promised(name, taken)
     why = f"the scheduler's view of the node is newer than reprieve's, whose own finding was: {rejected.reason}"
-    kept = _keep_scheduler_victims(name, as_proposed, budgets, screen, Cause.SCHEDULER_NEWER, why)
+    kept = _keep_scheduler_victims(name, as_proposed, view, screen, Cause.SCHEDULER_NEWER, why)
     if kept.verdict is Verdict.DROPPED:
         return kept
     # Not ranked with the nodes reprieve could judge: offered only if none of them can be.
@@ -756,7 +756,7 @@ def _anti_affinity(node: NodeInfo, _: tuple) -> tuple[str, ...]:
 
 
 def _keep_scheduler_victims(
-    name: str, victims: list[Pod], budgets: BudgetsOf, screen: tenancy.Screen | None, cause: Cause, why: str
+    name: str, victims: list[Pod], view: ClusterView, screen: tenancy.Screen | None, cause: Cause, why: str
 ) -> NodeOutcome:
     """The scheduler's victims, unless the rules protect one of them: reprieve cannot choose
     others here, so the node is dropped."""
@@ -772,15 +772,19 @@ def _keep_scheduler_victims(
         short = screen.over_share(victims)
         if short:
             return NodeOutcome(name, Verdict.DROPPED, Cause.QUEUE_SHARE, reasons=(f"{why}; but {short}",))
-    violations = count_violations(victims, budgets)
+    violations = count_violations(victims, view.budgets_covering)
+    broken = gangs.count_broken(victims, view.gang_of)
     return NodeOutcome(
         name,
         Verdict.CHOSEN,
         cause,
         victims=tuple(victims),
         violations=violations,
-        cost=ranking.cost(victims, violations, opted_out),
+        cost=ranking.cost(victims, violations, opted_out, broken.count),
         kept_scheduler_victims=True,
-        reasons=(f"kept the scheduler's victims: {why}", violations.describe()),
+        reasons=(
+            f"kept the scheduler's victims: {why}", violations.describe(),
+            *((broken.describe(),) if broken.count else ()),
+        ),
     )
 

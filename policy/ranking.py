@@ -4,18 +4,20 @@ Criteria, in order (each only breaks ties left by the ones before it):
 
 0. fewest victims whose PriorityClass opts out of preemption (only with a policy, see
    policy.tenancy: such pods are a last resort);
-1. fewest PodDisruptionBudget violations;
-2. lowest priority of the most important victim;
-3. fewest Guaranteed victims;
-4. fewest Burstable victims;
-5. smallest sum of victim priorities, each shifted by 2**31 as upstream does so that
+1. fewest broken gangs (policy.gangs: a gang that loses more members than it can spare
+   loses every running member's work, so one broken gang costs more than any PDB violation);
+2. fewest PodDisruptionBudget violations;
+3. lowest priority of the most important victim;
+4. fewest Guaranteed victims;
+5. fewest Burstable victims;
+6. smallest sum of victim priorities, each shifted by 2**31 as upstream does so that
    negative priorities do not make more victims look cheaper;
-6. fewest victims;
-7. latest "earliest start among the highest-priority victims" (upstream's rule: evict the
+7. fewest victims;
+8. latest "earliest start among the highest-priority victims" (upstream's rule: evict the
    youngest work).
 
-Upstream's ``pickOneNodeForPreemption`` uses 1, 2, 5, 6 and 7; reprieve adds the QoS
-criteria 3 and 4. Terminating victims are already leaving and cost nothing, so only live
+Upstream's ``pickOneNodeForPreemption`` uses 2, 3, 6, 7 and 8; reprieve adds 1 and the QoS
+criteria 4 and 5. Terminating victims are already leaving and cost nothing, so only live
 victims are counted. Nodes equal on every criterion are all returned; the scheduler then
 picks among them with its own rules.
 """
@@ -35,6 +37,7 @@ SHIFT = 2**31
 
 CRITERIA = (
     "opted-out victims",
+    "broken gangs",
     "PDB violations",
     "highest victim priority",
     "Guaranteed victims",
@@ -53,9 +56,9 @@ class Cost:
     # Where the key's criteria are, so that versus() can show them plainly (policy.stock's
     # upstream key reuses this with its own layout).
     criteria: ClassVar[tuple[str, ...]] = CRITERIA
-    sum_step: ClassVar[int] = 5  # the shifted sum of priorities
-    count_step: ClassVar[int] = 6  # the number of victims (to undo the shift)
-    start_step: ClassVar[int] = 7  # the negated earliest start
+    sum_step: ClassVar[int] = CRITERIA.index("sum of victim priorities")  # shifted
+    count_step: ClassVar[int] = CRITERIA.index("victims")  # to undo the shift
+    start_step: ClassVar[int] = len(CRITERIA) - 1  # the negated earliest start
     unknown_start: ClassVar[str] = "unknown"
 
     def versus(self, winner: "Cost") -> str:
@@ -72,16 +75,19 @@ class Cost:
         return "none" if value == -math.inf else str(value)
 
     def describe(self) -> str:
-        opted_out, v, top, g, b, _, n, _ = self.key
+        opted_out, broken, v, top, g, b, _, n, _ = self.key
         top_text = "none" if top == -math.inf else str(top)
         return (
             (f"{opted_out} opted-out victim(s), " if opted_out else "")
+            + (f"{broken} broken gang(s), " if broken else "")
             + f"{v} PDB violation(s), highest victim priority {top_text}, "
             f"{g} Guaranteed / {b} Burstable of {n} live victim(s)"
         )
 
 
-def cost(victims: Sequence[Pod], violations: Violations, opted_out: int = 0) -> Cost:
+def cost(victims: Sequence[Pod], violations: Violations, opted_out: int = 0, broken: int = 0) -> Cost:
+    """The key of evicting ``victims``: ``violations`` their PDB violations (policy.pdb),
+    ``opted_out`` how many opted out of preemption, ``broken`` the gangs they break."""
     live = [p for p in victims if not p.terminating]
     top = max((p.priority for p in live), default=-math.inf)
     starts = [p.start_time if p.start_time is not None else math.inf for p in live if p.priority == top]
@@ -89,6 +95,7 @@ def cost(victims: Sequence[Pod], violations: Violations, opted_out: int = 0) -> 
     return Cost(
         (
             opted_out,
+            broken,
             violations.count,
             top,
             sum(p.qos == QoS.GUARANTEED for p in live),
@@ -112,7 +119,10 @@ def floor(
     victim search on nodes whose floor is above the best cost found. When a criterion is added
     to the key, add its bound here, or -math.inf if it has none."""
     shifted = victims * (lowest + SHIFT) if victims else 0
-    return (0, violations, top, guaranteed, burstable, shifted, victims, start)
+    # No bound on broken gangs: a gang's spare changes with members on other nodes, which a
+    # per-node summary would not see change (0 is a lower bound; nodes where a gang must
+    # break are solved rather than skipped).
+    return (0, 0, violations, top, guaranteed, burstable, shifted, victims, start)
 
 
 def best(costs: dict[str, Cost]) -> tuple[str, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from policy import exact, ranking, resources
+from policy import exact, gangs, ranking, resources
 from policy.causes import Cause
 from policy.importance import more_important, most_important_first
 from policy.model import Pod
@@ -27,6 +27,7 @@ class VictimSelection:
     violations: Violations
     reasons: tuple[str, ...]
     opted_out: int = 0  # victims whose PriorityClass opts out of preemption (a last resort)
+    broken: gangs.Broken = gangs.NONE_BROKEN  # the gangs the victims break (policy.gangs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +47,7 @@ def select_victims(
     nameable: Callable[[Pod], bool] | None = None,
     at_least: Vector | None = None,
     swap: bool = True,
+    gang_of: gangs.GangOf | None = None,
 ) -> VictimSelection | NodeRejected:
     """The victims reprieve would evict on ``node`` so that ``preemptor`` fits.
 
@@ -55,12 +57,13 @@ def select_victims(
     2. Remove them all. If the preemptor still does not fit next to the remaining pods and
        the room held for nominated pods (``reservations``), preemption cannot help here.
     3. Reprieve: add potential victims back one at a time while the preemptor still fits,
+       members of gangs that cannot spare them first (policy.gangs.protected, ``gang_of``),
        PDB-protected pods first (policy.pdb.protected), then the rest, each group most
        important first (see policy.importance). Terminating pods are never reprieved: they are
        leaving anyway and cost nothing to name. A BestEffort pod requests no cpu or memory,
        so it is only ever a victim when the node's pod-count limit is what blocks.
     4. The victims are the pods not reprieved, most important first, with the exact count of
-       PodDisruptionBudget violations for that set.
+       PodDisruptionBudget violations and the gangs broken for that set.
 
     With rules, pods whose PriorityClass opts out softly are left out of a first attempt and
     only become victims (reprieved before everyone else) if the preemptor cannot fit without
@@ -108,7 +111,8 @@ def select_victims(
     result: VictimSelection | NodeRejected | None = None
     for pool, spare_first in attempts:
         result = _attempt(
-            node, preemptor, pool, reservations, budgets_of, screen, spare_first, protected, nameable, at_least, swap
+            node, preemptor, pool, reservations, budgets_of, screen, spare_first, protected, nameable, at_least, swap,
+            gang_of,
         )
         if isinstance(result, VictimSelection):
             break
@@ -132,6 +136,7 @@ def _attempt(
     nameable: Callable[[Pod], bool] | None,
     at_least: Vector | None,
     swap: bool,
+    gang_of: gangs.GangOf | None,
 ) -> VictimSelection | NodeRejected:
     alloc = node.node.allocatable
     request = preemptor.requests
@@ -168,8 +173,8 @@ def _attempt(
     terminating = [p for p in candidates if p.terminating]
     within_shares = (lambda victims: not screen.shortfalls(victims)) if screen is not None else None
     victims, violations, reprieved, shielded, searched = _best_reprieve(
-        room, checked, live, leaving, _orders(live, terminating, budgets_of, first, checked), budgets_of, at_least, first,
-        swap, within_shares,
+        room, checked, live, leaving, _orders(live, terminating, budgets_of, gang_of, first, checked), budgets_of,
+        at_least, first, swap, within_shares, gang_of,
     )
     # Law 2 over the whole set: if the reprieve takes too much from some queue, choose again,
     # least important first, skipping pods whose queue could not afford them.
@@ -192,6 +197,9 @@ def _attempt(
         f"evicting {len(victims)} frees {resources.describe(_only(freed, checked))}",
         violations.describe(),
     ]
+    broken = gangs.count_broken(victims, gang_of)
+    if broken.count:
+        reasons.append(broken.describe() + ": no victim set without it fits")
     if at_least is not None:
         reasons.append(
             f"frees at least what the scheduler's victims free ({resources.describe(_only(at_least, checked))}): "
@@ -204,7 +212,7 @@ def _attempt(
         reasons.append(f"{opted_out} victim(s) opted out of preemption: no victim set without them fits")
     if reservations:
         reasons.append(f"room held for nominated {_names(reservations)} kept free")
-    return VictimSelection(node.name, victims, violations, tuple(reasons), opted_out)
+    return VictimSelection(node.name, victims, violations, tuple(reasons), opted_out, broken)
 
 
 def _no_room(node: NodeInfo, reservations: Sequence[Pod], protected: dict[str, str], short: str) -> NodeRejected:
@@ -226,7 +234,8 @@ def _cause(protected: dict[str, str]) -> Cause:
 
 
 def _orders(
-    live: Sequence[Pod], terminating: Sequence[Pod], budgets_of: BudgetsOf, first: set[str], checked: Sequence[str]
+    live: Sequence[Pod], terminating: Sequence[Pod], budgets_of: BudgetsOf, gang_of: gangs.GangOf | None,
+    first: set[str], checked: Sequence[str],
 ) -> list[tuple[Callable, frozenset[str], Sequence[Pod]]]:
     """The greedy orders to reprieve in, each (sort key, pods it tries first, pods it may
     reprieve), after the pods to spare first (``first``, opted-out ones). Orders that would
@@ -242,7 +251,20 @@ def _orders(
     candidates unsolved). The last is upstream's own SelectVictimsOnNode (priority and start
     time, its violators first, terminating pods reprieved like the others), so that the
     result never costs more than the set stock kube-scheduler picks on the node.
+
+    Members of gangs that cannot spare them (policy.gangs.protected) come first in every order
+    but upstream's: a broken gang costs more than any PDB violation (policy.ranking).
     """
+    in_gangs = gangs.protected(live, gang_of)
+    if in_gangs:
+        plain = _orders(live, terminating, budgets_of, None, first, checked)
+        # The same orders with the gangs' members kept first, then the plain ones as they are
+        # (keeping a gang may cost more PDB violations than it saves: the key decides).
+        ganged = [
+            ((lambda p, k=key_of: (p.uid not in first, p.uid not in in_gangs, k(p)[1:])), shield, pool)
+            for key_of, shield, pool in plain[:-1]
+        ]
+        return [*ganged, *plain]
     protected = protected_by_budgets(live, budgets_of)
     violators = violating(live, budgets_of)
     everyone = sorted((*live, *terminating), key=more_important)
@@ -266,7 +288,7 @@ def _sizes(live: Sequence[Pod], checked: Sequence[str]) -> dict[str, float]:
     return {p.uid: max((p.requests.get(r, 0) / totals[r] for r in checked), default=0.0) for p in live}
 
 
-def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least, first, swap, within_shares):
+def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least, first, swap, within_shares, gang_of):
     """Reprieve in each order and keep the cheapest result by policy.ranking's key (ties:
     the earlier order); then look for a cheaper set (policy.exact): every set when the node
     has few candidates, single swaps when it has many (and ``swap``). Terminating victims are
@@ -293,11 +315,14 @@ def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least, f
             continue
         tried.add(found)
         violations = count_violations(victims, budgets_of)
-        key = ranking.cost(victims, violations, sum(p.uid in first for p in victims)).key
+        broken = gangs.count_broken(victims, gang_of).count
+        key = ranking.cost(victims, violations, sum(p.uid in first for p in victims), broken).key
         if best is None or key < best[0]:
             best = (key, victims, violations, reprieved, shield)
     key, victims, violations, reprieved, shield = best
-    common = dict(room=room, checked=checked, live=live, leaving=leaving, budgets_of=budgets_of, opted_out=first)
+    common = dict(
+        room=room, checked=checked, live=live, leaving=leaving, budgets_of=budgets_of, opted_out=first, gang_of=gang_of
+    )
     if len(live) <= exact.EXACT_LIMIT:
         better, how = exact.cheapest(**common, beat=key), "no greedy order was cheapest: the cheapest of every set"
     elif swap:

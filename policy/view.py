@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from policy import resources
+from policy import gangs, resources
 from policy.model import DisruptionBudget, Node, Pod, PriorityClass
 from policy.resources import Vector
 
@@ -100,12 +100,20 @@ class ClusterView:
     # PDB coverage, computed once: matching selectors is the costliest step of a decision.
     pod_budgets: Mapping[str, tuple[DisruptionBudget, ...]]  # pod UID -> budgets covering it
     budget_members: Mapping[str, tuple[Pod, ...]]  # budget key -> the pods it covers
+    # Gangs (policy.gangs): key -> every pod that carries it; key -> its group object's minimum.
+    gang_members: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)
+    group_minimums: Mapping[str, gangs.GroupMinimum] = field(default_factory=dict)
     # Per-node summaries that do not depend on the pod being decided (see summary()):
     # what -> node name -> summary, computed on first use and kept for the view's lifetime.
     memo: dict[tuple, dict[str, object]] = field(default_factory=dict, compare=False, repr=False)
     # The live store numbers its views and keeps what changed between them (0 / None: a snapshot).
     revision: int = field(default=0, compare=False)
     changes: Changes | None = field(default=None, compare=False, repr=False)
+    # gang key -> policy.gangs.Gang (or None), computed on first use (gang_of): never carried over.
+    _gangs: dict[str, gangs.Gang | None] = field(default_factory=dict, compare=False, repr=False)
+    # policy.homes.Homes of this view, made on first use (policy.homes.of): never carried over,
+    # and not an init field, so that a view made with dataclasses.replace starts without it.
+    _homes: dict[str, object] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @classmethod
     def build(
@@ -115,8 +123,13 @@ class ClusterView:
         pods: Iterable[Pod],
         budgets: Iterable[DisruptionBudget] = (),
         priority_classes: Iterable[PriorityClass] = (),
+        group_minimums: Iterable[gangs.GroupMinimum] = (),
     ) -> "ClusterView":
         pods = tuple(pods)
+        in_gang: dict[str, list[Pod]] = defaultdict(list)
+        for pod in pods:
+            if pod.gang is not None:
+                in_gang[pod.gang.key].append(pod)
         bound: dict[str, list[Pod]] = defaultdict(list)
         nominated: dict[str, list[Pod]] = defaultdict(list)
         for pod in pods:
@@ -143,6 +156,8 @@ class ClusterView:
             priority_classes={c.name: c for c in priority_classes},
             pod_budgets=pod_budgets,
             budget_members={key: tuple(ps) for key, ps in members.items()},
+            gang_members={key: tuple(ps) for key, ps in in_gang.items()},
+            group_minimums={g.key: g for g in group_minimums},
         )
 
     def summary(self, what: tuple, compute: Callable[[NodeInfo, tuple], object]) -> Callable[[str], object]:
@@ -228,3 +243,13 @@ class ClusterView:
         if pod.uid in self.pods:
             return self.pod_budgets.get(pod.uid, ())
         return tuple(b for b in self.budgets.get(pod.namespace, ()) if b.covers(pod))
+
+    def gang_of(self, pod: Pod) -> gangs.Gang | None:
+        """``pod``'s gang as this view shows it (policy.gangs.gang), or None."""
+        mark = pod.gang
+        if mark is None:
+            return None
+        cache = self._gangs
+        if mark.key not in cache:
+            cache[mark.key] = gangs.gang(mark, self.gang_members.get(mark.key, ()), self.group_minimums)
+        return cache[mark.key]

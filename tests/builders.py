@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from policy import resources
+from policy.gangs import GangMark, GroupMinimum
 from policy.labels import Selector
 from policy.model import DisruptionBudget, Node, Pod
 from policy.qos import QoS
@@ -45,8 +46,11 @@ def pod(
     created: float | None = None,
     uid: str | None = None,
     scheduler: str = "default-scheduler",
+    gang: tuple[str, int | None] | None = None,
     **extended: int,
 ) -> Pod:
+    """``gang=(name, minimum)``: a member of a Kueue-style gang ``name`` in ``ns`` needing
+    ``minimum`` running members (None: the minimum of a group object, see ``group()``)."""
     requests = resources.effective_requests(containers=[units(cpu, mem, **extended)])
     if qos is None:
         qos = QoS.BURSTABLE if (cpu or mem) else QoS.BEST_EFFORT
@@ -69,6 +73,7 @@ def pod(
         owner=owner,
         created=created,
         scheduler_name=scheduler,
+        gang=None if gang is None else GangMark(f"test {ns}/{gang[0]}", gang[1], "test gang"),
     )
 
 
@@ -81,8 +86,8 @@ def pdb(name: str, *, allowed: int, match: dict[str, str] | None = None, ns: str
     return DisruptionBudget(ns, name, selector, allowed, frozenset(disrupted))
 
 
-def view(nodes, pods, budgets=(), classes=()) -> ClusterView:
-    return ClusterView.build(nodes=nodes, pods=pods, budgets=budgets, priority_classes=classes)
+def view(nodes, pods, budgets=(), classes=(), groups=()) -> ClusterView:
+    return ClusterView.build(nodes=nodes, pods=pods, budgets=budgets, priority_classes=classes, group_minimums=groups)
 
 
 def keys(pods) -> list[str]:
@@ -105,3 +110,8 @@ def scheduler_proposals(v: ClusterView, preemptor: Pod, in_flight=(), nodes=None
         v = ClusterView.build(nodes=[n.node for n in v.nodes.values()], pods=pods, budgets=[b for bs in v.budgets.values() for b in bs],
                               priority_classes=v.priority_classes.values())
     return stock.decide(view=v, preemptor=preemptor, node_names=nodes or list(v.nodes)).proposals
+
+
+def group(name: str, minimum: int, *, ns: str = "default") -> GroupMinimum:
+    """The group object of the pods built with ``gang=(name, None)``."""
+    return GroupMinimum(f"test {ns}/{name}", minimum, f"PodGroup {ns}/{name} spec.minMember")

@@ -48,12 +48,14 @@ class Store:
         self._ns_budgets: dict[str, dict[str, DisruptionBudget]] = {}  # namespace -> key -> budget
         self._pod_budgets: dict[str, tuple[DisruptionBudget, ...]] = {}  # UID -> budgets covering it
         self._members: dict[str, dict[str, Pod]] = {}  # budget key -> UID -> covered pod
+        self._gangs: dict[str, dict[str, Pod]] = {}  # gang key -> UID -> member (policy.gangs)
         # What changed since the last view.
         self._view: ClusterView | None = None
         self._all_dirty = True
         self._dirty_nodes: set[str] = set()
         self._dirty_nominated: set[str] = set()
         self._dirty_members: set[str] = set()
+        self._dirty_gangs: set[str] = set()
         self._dirty_kinds: set[str] = set(kinds)
         self._dirty_pods: set[str] = set()  # UIDs of pods changed since the last view
         self._deleted_pods: set[str] = set()  # UIDs of pods deleted since the last view
@@ -151,6 +153,9 @@ class Store:
             self._nominated.setdefault(pod.nominated_node_name, {})[uid] = pod
             self._dirty_nominated.add(pod.nominated_node_name)
         self._in_namespace.setdefault(pod.namespace, {})[uid] = pod
+        if pod.gang is not None:
+            self._gangs.setdefault(pod.gang.key, {})[uid] = pod
+            self._dirty_gangs.add(pod.gang.key)
         self._cover(pod)
 
     def _unindex_pod(self, pod: Pod, *, moving: bool) -> None:
@@ -163,6 +168,9 @@ class Store:
             self._dirty_nominated.add(pod.nominated_node_name)
         if not moving:
             _discard(self._in_namespace, pod.namespace, uid)
+        if pod.gang is not None:
+            _discard(self._gangs, pod.gang.key, uid)
+            self._dirty_gangs.add(pod.gang.key)
         for budget in self._pod_budgets.pop(uid, ()):
             _discard(self._members, budget.key, uid)
             self._dirty_members.add(budget.key)
@@ -207,7 +215,7 @@ class Store:
 
     def _reindex_pods(self) -> None:
         self._seq = {uid: next(self._order) for uid in self._records[PODS]}
-        self._bound, self._nominated, self._in_namespace = {}, {}, {}
+        self._bound, self._nominated, self._in_namespace, self._gangs = {}, {}, {}, {}
         self._pod_budgets, self._members = {}, {}
         for pod in self._records[PODS].values():
             self._index_pod(pod)
@@ -236,7 +244,7 @@ class Store:
             view = dataclasses.replace(view, revision=revision, changes=self.changes)
             self._view = view
             self._all_dirty = False
-            self._dirty_nodes, self._dirty_nominated, self._dirty_members = set(), set(), set()
+            self._dirty_nodes, self._dirty_nominated, self._dirty_members, self._dirty_gangs = set(), set(), set(), set()
             self._dirty_kinds, self._dirty_pods, self._deleted_pods = set(), set(), set()
         return generation, versions, view
 
@@ -271,6 +279,7 @@ class Store:
             priority_classes=dict(self._classes),
             pod_budgets=dict(self._pod_budgets),
             budget_members={key: self._by_seq(pods) for key, pods in self._members.items() if pods},
+            gang_members={key: self._by_seq(pods) for key, pods in self._gangs.items() if pods},
         )
 
     def _incremental(self, prev: ClusterView) -> ClusterView:
@@ -297,6 +306,7 @@ class Store:
             priority_classes=dict(self._classes) if CLASSES in dirty else prev.priority_classes,
             pod_budgets=dict(self._pod_budgets) if (PODS in dirty or BUDGETS in dirty) else prev.pod_budgets,
             budget_members=members,
+            gang_members=self._refreshed(prev.gang_members, self._dirty_gangs, self._gangs),
             memo=prev.carry_memo(dirty_nodes=self._dirty_nodes, budgets_changed=budgets_changed),
         )
 

@@ -12,7 +12,7 @@ from policy.causes import Cause
 from policy.model import InFlight, PriorityClass
 from policy.preempt import Proposal, Verdict, decide
 from policy.victims import VictimSelection, select_victims
-from tests.builders import node, pdb, pod, view
+from tests.builders import group, node, pdb, pod, view
 from tests.unit.test_dominance import B, BE, G, running_pods
 
 
@@ -21,10 +21,13 @@ def _pods(running, on: str, *, prefix: str = ""):
         pod(
             f"{prefix}p{i}", node=on, priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
             labels={"app": "a" if budgeted else "b" if i % 3 == 0 else f"x{i}"}, terminating=term == 0,
-            pc="optout" if i % 4 == 1 else "",
+            pc="optout" if i % 4 == 1 else "", gang=(f"g{gang}", None) if gang else None,
         )
-        for i, (prio, cpu, qos, start, budgeted, term) in enumerate(running)
+        for i, (prio, cpu, qos, start, budgeted, term, gang) in enumerate(running)
     ]
+
+
+GROUPS = [group("g1", 1), group("g2", 2)]
 
 
 OPT_OUT = PriorityClass("optout", 0, annotations={tenancy.OPT_OUT_ANNOTATION: "false"})
@@ -57,7 +60,7 @@ def test_floor_is_at_most_the_cost_criterion_by_criterion(
     pods = _pods(running, "n1")
     if held:
         pods.append(pod("held", cpu=held, priority=preemptor_priority, nominated="n1"))
-    v = view([node("n1", cpu=12, pods=slots)], pods, _budgets(allowed, other))
+    v = view([node("n1", cpu=12, pods=slots)], pods, _budgets(allowed, other), groups=GROUPS)
     preemptor = pod("pre", cpu=need, priority=preemptor_priority)
     info = v.nodes["n1"]
     reservations = v.reservations("n1", pod=preemptor)
@@ -66,17 +69,18 @@ def test_floor_is_at_most_the_cost_criterion_by_criterion(
     names = {f"p{i}" for i in unsettled}
     selection = select_victims(
         node=info, preemptor=preemptor, reservations=reservations, budgets_of=v.budgets_covering,
-        nameable=lambda p: p.name not in names,
+        nameable=lambda p: p.name not in names, gang_of=v.gang_of,
     )
     if not isinstance(selection, VictimSelection):
         return
     assert floor is not bounds.NO_ROOM
-    key = ranking.cost(selection.victims, selection.violations, selection.opted_out).key
+    key = ranking.cost(selection.victims, selection.violations, selection.opted_out, selection.broken.count).key
     assert len(floor) == len(key)
     start = ranking.Cost.start_step
     assert all(f <= k for f, k in zip(floor[:start], key[:start])), (floor, key)
     # The start criterion is bounded only where the most important victim's priority is the bound's.
-    assert key[2] != floor[2] or floor[start] <= key[start], (floor, key)
+    top = ranking.CRITERIA.index("highest victim priority")
+    assert key[top] != floor[top] or floor[start] <= key[start], (floor, key)
     assert floor <= key
     # Asked twice, the summary is the one kept with the view.
     assert bounds.below(v, info, preemptor_priority) is bounds.below(v, info, preemptor_priority)
@@ -89,7 +93,8 @@ def test_floor_counts_violations_no_victim_set_can_avoid():
     v = view([node("n1", cpu=6)], running, [pdb("a", allowed=1, match={"app": "a"})])
     preemptor = pod("pre", priority=10, cpu=4)
     floor = bounds.floor(v, v.nodes["n1"], preemptor, ())
-    assert floor[1:3] == (1, 1)  # one violation, a victim of priority 1 at least
+    violations = ranking.CRITERIA.index("PDB violations")
+    assert floor[violations : violations + 2] == (1, 1)  # one violation, a victim of priority 1 at least
     assert floor[ranking.Cost.count_step] == 2
 
 
@@ -154,7 +159,7 @@ def test_on_identical_nodes_one_node_is_solved_and_the_rest_proven_no_better(sta
 # n1's floor ties with n0's cost (no live victim), and n1 is where the pod waits for
 # terminating pods: such a node is solved although its name sorts after n0.
 @example(
-    nodes=[[(0, 0, G, 0, False, 0)] * 2, [(0, 0, G, 0, False, 0)] * 3], allowed=0, other=0, need=1,
+    nodes=[[(0, 0, G, 0, False, 0, 0)] * 2, [(0, 0, G, 0, False, 0, 0)] * 3], allowed=0, other=0, need=1,
     preemptor_priority=1, held=[0] * 5, proposed=[{0, 1}, set(), set(), set(), set()], unknown=2, flying=0,
     with_rules=False,
 )
@@ -168,7 +173,7 @@ def test_fast_path_answers_as_solving_every_node(
     for name, cpu in zip(names, held):
         if cpu:
             pods.append(pod(f"held-{name}", cpu=cpu, priority=preemptor_priority, nominated=name))
-    v = view([node(n, cpu=12, pods=10) for n in names], pods, _budgets(allowed, other), [OPT_OUT])
+    v = view([node(n, cpu=12, pods=10) for n in names], pods, _budgets(allowed, other), [OPT_OUT], groups=GROUPS)
     preemptor = pod("pre", cpu=need, priority=preemptor_priority)
     # With rules, pods of the opted-out class are a last resort and pods of the preemptor's
     # own application ("b") are protected: both only make victims dearer than the floor.

@@ -1,7 +1,8 @@
 """Never worse than stock: on every node, reprieve's victims cost no more (policy.ranking's full
-key) than the set upstream's SelectVictimsOnNode picks (policy.stock) on the same node; and
-cluster-wide, the node reprieve offers costs no more than the node stock would pick among the
-same proposals (nominations, budgets, terminating and BestEffort pods, pod-count limits).
+key, broken gangs included) than the set upstream's SelectVictimsOnNode picks (policy.stock)
+on the same node; and cluster-wide, the node reprieve offers costs no more than the node stock
+would pick among the same proposals (nominations, budgets, gangs with members elsewhere,
+terminating and BestEffort pods, pod-count limits).
 
 With a multi-tenant policy there is no such guarantee: its rules protect pods stock would
 take, so reprieve may need costlier victims or no node at all (docs/policy.md)."""
@@ -11,12 +12,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy import preempt, ranking, stock
+from policy import gangs, preempt, ranking, stock
 from policy.causes import Cause
 from policy.pdb import count_violations
 from policy.qos import QoS
 from policy.victims import VictimSelection, select_victims
-from tests.builders import node, pdb, pod, view
+from tests.builders import group, node, pdb, pod, view
 
 G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
 
@@ -24,13 +25,24 @@ G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
 def both(v, preemptor, name="n1"):
     info = v.nodes[name]
     reservations = v.reservations(name, pod=preemptor)
-    mine = select_victims(node=info, preemptor=preemptor, reservations=reservations, budgets_of=v.budgets_covering)
+    mine = select_victims(
+        node=info, preemptor=preemptor, reservations=reservations, budgets_of=v.budgets_covering, gang_of=v.gang_of
+    )
     theirs = stock.select_victims(node=info, preemptor=preemptor, reservations=reservations, budgets_of=v.budgets_covering)
     return mine, theirs
 
 
 def key(victims, v):
-    return ranking.cost(victims, count_violations(victims, v.budgets_covering)).key
+    broken = gangs.count_broken(victims, v.gang_of).count
+    return ranking.cost(victims, count_violations(victims, v.budgets_covering), broken=broken).key
+
+
+def members_elsewhere(elsewhere):
+    """Running members of gangs g1 and g2 on a node not offered (their spare depends on them)."""
+    return [
+        pod(f"{g}-far{k}", node="far", priority=9, cpu=1, gang=(g, None))
+        for g, count in zip(("g1", "g2"), elsewhere) for k in range(count)
+    ]
 
 
 def test_issue_10_case_reprieve_evicts_the_priority_0_pod_stock_evicts():
@@ -62,9 +74,12 @@ running_pods = st.lists(
         st.integers(0, 50),  # start
         st.booleans(),  # under the budget
         st.integers(0, 9),  # terminating when 0
+        st.integers(0, 2),  # gang: none, g1, g2
     ),
     max_size=9,
 )
+gang_minimums = st.tuples(st.integers(1, 4), st.integers(1, 4))
+gang_elsewhere = st.tuples(st.integers(0, 2), st.integers(0, 2))
 
 
 @settings(max_examples=2000, deadline=None)
@@ -75,18 +90,27 @@ running_pods = st.lists(
     preemptor_priority=st.integers(1, 7),
     held=st.integers(0, 3),
     slots=st.integers(2, 12),
+    minimums=gang_minimums,
+    elsewhere=gang_elsewhere,
 )
-def test_reprieve_never_costs_more_than_stock_on_a_node(running, allowed, need, preemptor_priority, held, slots):
+def test_reprieve_never_costs_more_than_stock_on_a_node(
+    running, allowed, need, preemptor_priority, held, slots, minimums, elsewhere
+):
     pods = [
         pod(
             f"p{i}", node="n1", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
             labels={"app": "a"} if budgeted else {"app": f"x{i}"}, terminating=term == 0,
+            gang=(f"g{gang}", None) if gang else None,
         )
-        for i, (prio, cpu, qos, start, budgeted, term) in enumerate(running)
+        for i, (prio, cpu, qos, start, budgeted, term, gang) in enumerate(running)
     ]
     if held:
         pods.append(pod("held", cpu=held, priority=preemptor_priority, nominated="n1"))
-    v = view([node("n1", cpu=12, pods=slots)], pods, [pdb("a", allowed=allowed, match={"app": "a"})])
+    pods += members_elsewhere(elsewhere)
+    v = view(
+        [node("n1", cpu=12, pods=slots)], pods, [pdb("a", allowed=allowed, match={"app": "a"})],
+        groups=[group("g1", minimums[0]), group("g2", minimums[1])],
+    )
     mine, theirs = both(v, pod("pre", cpu=need, priority=preemptor_priority))
     if not isinstance(theirs, stock.Victims):
         return
@@ -107,6 +131,7 @@ cluster_pods = st.lists(
         st.integers(0, 50),  # start
         st.integers(0, 2),  # budget: none, a, b
         st.integers(0, 9),  # terminating when 0
+        st.integers(0, 2),  # gang: none, g1, g2
     ),
     max_size=14,
 )
@@ -121,9 +146,11 @@ cluster_pods = st.lists(
     nominations=st.lists(st.tuples(st.integers(0, 2), st.integers(1, 4), st.integers(0, 8)), max_size=2),
     sizes=st.tuples(st.integers(4, 12), st.integers(4, 12), st.integers(4, 12)),
     slots=st.integers(3, 12),
+    minimums=gang_minimums,
+    elsewhere=gang_elsewhere,
 )
 def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
-    running, allowed, need, preemptor_priority, nominations, sizes, slots
+    running, allowed, need, preemptor_priority, nominations, sizes, slots, minimums, elsewhere
 ):
     # Three nodes, two budgets, pods nominated to them (of any priority: those of the
     # preemptor's or more hold room), terminating pods, BestEffort pods, a pod-count limit.
@@ -133,13 +160,15 @@ def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
         pod(
             f"p{i}", node=f"n{n}", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
             labels={"app": ("x", "a", "b")[budget], "id": str(i)}, terminating=term == 0,
+            gang=(f"g{gang}", None) if gang else None,
         )
-        for i, (n, prio, cpu, qos, start, budget, term) in enumerate(running)
+        for i, (n, prio, cpu, qos, start, budget, term, gang) in enumerate(running)
     ]
+    pods += members_elsewhere(elsewhere)
     pods += [pod(f"nom{i}", cpu=cpu, priority=prio, nominated=f"n{n}") for i, (n, cpu, prio) in enumerate(nominations)]
     nodes = [node(f"n{i}", cpu=size, pods=slots) for i, size in enumerate(sizes)]
     budgets = [pdb("a", allowed=allowed[0], match={"app": "a"}), pdb("b", allowed=allowed[1], match={"app": "b"})]
-    v = view(nodes, pods, budgets)
+    v = view(nodes, pods, budgets, groups=[group("g1", minimums[0]), group("g2", minimums[1])])
     preemptor = pod("pre", cpu=need, priority=preemptor_priority)
     dry = stock.decide(view=v, preemptor=preemptor, node_names=[n.name for n in nodes])
     if dry.refusal or dry.fits or dry.pick.chosen is None:

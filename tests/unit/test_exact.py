@@ -8,12 +8,12 @@ import math
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from policy import exact, ranking
+from policy import exact, gangs, ranking
 from policy.importance import most_important_first
 from policy.pdb import count_violations
 from policy.qos import QoS
 from policy.victims import select_victims
-from tests.builders import node, pdb, pod, view
+from tests.builders import group, node, pdb, pod, view
 
 G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
 NOTHING = (math.inf,)
@@ -35,7 +35,7 @@ def test_one_large_victim_beats_the_two_small_ones_every_greedy_order_takes():
     assert "the cheapest of every set" in chosen.reasons[0]
 
 
-def brute_force(room, checked, live, leaving, budgets_of, opted_out):
+def brute_force(room, checked, live, leaving, budgets_of, opted_out, gang_of=None):
     best = None
     for size in range(len(live) + 1):
         for evicted in itertools.combinations(live, size):
@@ -45,10 +45,15 @@ def brute_force(room, checked, live, leaving, budgets_of, opted_out):
                 continue
             victims = most_important_first((*leaving, *evicted))
             violations = count_violations(victims, budgets_of)
-            key = ranking.cost(victims, violations, sum(p.uid in opted_out for p in evicted)).key
+            broken = gangs.count_broken(evicted, gang_of).count
+            key = ranking.cost(victims, violations, sum(p.uid in opted_out for p in evicted), broken).key
             best = key if best is None or key < best else best
     return best
 
+
+# flag -> the gang a pod belongs to (see pods_on_a_node)
+GANGS = {2: ("g1", None), 3: ("g1", None), 4: ("g1", None), 5: ("g2", None)}
+GANGS = {flag: GANGS.get(flag) for flag in range(8)}
 
 pods_on_a_node = st.lists(
     st.tuples(
@@ -58,7 +63,7 @@ pods_on_a_node = st.lists(
         st.sampled_from([G, B]),  # QoS when it requests something
         st.integers(0, 3),  # start
         st.sampled_from(["a", "b", "ab", ""]),  # budgets covering it ("ab": both, overlapping)
-        st.integers(0, 7),  # terminating when 0, opted out when 1
+        st.integers(0, 7),  # terminating when 0, opted out when 1; in gang g1 when 2-4, g2 when 5
     ),
     max_size=8,
 )
@@ -78,18 +83,21 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
         pod(
             f"p{i}", node="n1", priority=prio, cpu=cpu, mem=mem, qos=qos if cpu or mem else BE, start=start,
             labels={**({"a": "1"} if "a" in budgets else {}), **({"b": "1"} if "b" in budgets else {}), "id": str(i)},
-            terminating=flag == 0,
+            terminating=flag == 0, gang=GANGS[flag],
         )
         for i, (prio, cpu, mem, qos, start, budgets, flag) in enumerate(running)
     ]
     budgets = [pdb("a", allowed=allowed[0], match={"a": "1"}), pdb("b", allowed=allowed[1], match={"b": "1"})]
-    v = view([node("n1", cpu=20)], pods, budgets)
+    v = view([node("n1", cpu=20)], pods, budgets, groups=[group("g1", 1 + allowed[1]), group("g2", 1)])
     live = most_important_first(p for p in pods if not p.terminating)
     leaving = [p for p in pods if p.terminating]
     opted_out = {p.uid for p, (*_, flag) in zip(pods, running) if flag == 1}
     checked = ("cpu", "memory")
     space = {"cpu": room[0] * 1000, "memory": room[1] * 2**30}
-    args = dict(room=space, checked=checked, live=live, leaving=leaving, budgets_of=v.budgets_covering, opted_out=opted_out)
+    args = dict(
+        room=space, checked=checked, live=live, leaving=leaving, budgets_of=v.budgets_covering, opted_out=opted_out,
+        gang_of=v.gang_of,
+    )
     expected = brute_force(**args)
     found = exact.cheapest(**args, beat=NOTHING)
     if expected is None:
@@ -103,7 +111,8 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
     assert all(sum(p.requests.get(r, 0) for p in kept) <= space[r] for r in checked)
     violations = count_violations(found.victims, v.budgets_covering)
     assert found.violations == violations
-    assert ranking.cost(found.victims, violations, sum(p.uid in opted_out for p in found.victims)).key == found.key
+    broken = gangs.count_broken(found.victims, v.gang_of).count
+    assert ranking.cost(found.victims, violations, sum(p.uid in opted_out for p in found.victims), broken).key == found.key
 
 
 @settings(max_examples=300, deadline=None)

@@ -43,7 +43,10 @@ def record(kind, i, spec):
         return None
     if kind == "pods":
         bound, nominated, priority, cpu, app = spec
-        return pod(f"p{i}", node=bound, nominated=None if bound else nominated, priority=priority, cpu=cpu, ns=pod_ns(i), labels={"app": app})
+        return pod(
+            f"p{i}", node=bound, nominated=None if bound else nominated, priority=priority, cpu=cpu, ns=pod_ns(i),
+            labels={"app": app}, gang=(app, 2) if app != "c" else None,
+        )
     if kind == "nodes":
         return node(NODES[i], cpu=spec)
     app, allowed, ns = spec
@@ -72,6 +75,8 @@ def digest(view: ClusterView) -> dict:
         "pod_budgets": {u: sorted(b.key for b in bs) for u, bs in view.pod_budgets.items() if bs},
         "budget_members": {k: sorted(p.uid for p in ps) for k, ps in view.budget_members.items() if ps},
         "budget_records": {b.key: b for bs in view.budgets.values() for b in bs},
+        "gang_members": {k: sorted(p.uid for p in ps) for k, ps in view.gang_members.items() if ps},
+        "gangs": {p.uid: view.gang_of(p) for p in view.pods.values()},
     }
 
 

@@ -1,0 +1,206 @@
+"""Gangs: pods that run all together or not at all, and what evicting some of them costs.
+
+A distributed training job, an MPI job or a LeaderWorkerSet group runs only while a minimum
+of its members run: with ``running`` members up and a minimum ``minimum``, ``running -
+minimum`` may go without harm (the gang's *spare*); evicting one more breaks the gang, and
+every running member's work is lost. policy.victims treats a gang like a disruption budget
+whose allowance is its spare, and policy.ranking counts broken gangs before PDB violations.
+
+Membership comes from what the pod carries (``mark``); the minimum from the pod too, or from
+the group object it names (``GroupMinimum``, read from the cluster by the extender):
+
+| framework | the pod carries | the minimum |
+|---|---|---|
+| Kubernetes Workload API | ``spec.schedulingGroup.podGroupName`` | PodGroup ``spec.schedulingPolicy.gang.minCount`` |
+| scheduler-plugins coscheduling | label ``scheduling.x-k8s.io/pod-group`` | PodGroup ``spec.minMember`` |
+| Volcano | annotation ``scheduling.k8s.io/group-name`` | PodGroup ``spec.minMember`` |
+| Kueue plain pod groups | label ``kueue.x-k8s.io/pod-group-name`` | annotation ``kueue.x-k8s.io/pod-group-total-count`` |
+| LeaderWorkerSet | label ``leaderworkerset.sigs.k8s.io/group-key`` (or ``name`` and ``group-index``) | annotation ``leaderworkerset.sigs.k8s.io/size`` |
+| JobSet | label ``jobset.sigs.k8s.io/jobset-name`` | every member |
+
+Unknown or incomplete markings (no minimum anywhere, a count that is not a positive integer)
+mean independent pods, never an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # policy.model holds a GangMark per pod: imported for types only
+    from policy.model import Pod
+
+# Frameworks, as the first word of a gang's key.
+WORKLOAD = "workload"
+COSCHEDULING = "coscheduling"
+VOLCANO = "volcano"
+KUEUE = "kueue"
+LWS = "leaderworkerset"
+JOBSET = "jobset"
+
+COSCHEDULING_LABEL = "scheduling.x-k8s.io/pod-group"
+VOLCANO_ANNOTATION = "scheduling.k8s.io/group-name"
+KUEUE_LABEL = "kueue.x-k8s.io/pod-group-name"
+KUEUE_COUNT = "kueue.x-k8s.io/pod-group-total-count"
+LWS_GROUP_KEY = "leaderworkerset.sigs.k8s.io/group-key"
+LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
+LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
+LWS_SIZE = "leaderworkerset.sigs.k8s.io/size"
+JOBSET_LABEL = "jobset.sigs.k8s.io/jobset-name"
+
+# The pod annotations mark() reads (the extender keeps only these of a pod's annotations).
+ANNOTATIONS = frozenset({VOLCANO_ANNOTATION, KUEUE_COUNT, LWS_SIZE})
+
+
+@dataclass(frozen=True, slots=True)
+class GangMark:
+    """What makes a pod a member of a gang."""
+
+    key: str  # "<framework> <namespace>/<group>": one per gang
+    # The minimum the pod itself carries; None: the group object's (GroupMinimum), or, with
+    # ``everyone``, every member's.
+    minimum: int | None
+    source: str  # where membership and minimum come from, for reasons
+    everyone: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMinimum:
+    """A group object's minimum (a PodGroup's), for the pods that name it."""
+
+    key: str  # the members' GangMark.key
+    minimum: int
+    source: str  # e.g. "PodGroup ml/train spec.minMember"
+
+
+@dataclass(frozen=True, slots=True)
+class Gang:
+    """A gang as a decision sees it: how many of its members run, and how many must."""
+
+    key: str
+    minimum: int
+    running: int
+    source: str
+
+    @property
+    def spare(self) -> int:
+        """Members that may go without breaking it."""
+        return max(0, self.running - self.minimum)
+
+    def describe(self) -> str:
+        return f"gang {self.key} ({self.running} running, at least {self.minimum} needed: {self.source})"
+
+
+# pod -> its gang in the view deciding, or None (ClusterView.gang_of)
+GangOf = Callable[["Pod"], Gang | None]
+
+
+def mark(
+    *, namespace: str, labels: Mapping[str, str], annotations: Mapping[str, str], pod_group: str | None
+) -> GangMark | None:
+    """The gang a pod belongs to by what it carries (see the module docstring), or None."""
+    if pod_group:
+        return GangMark(f"{WORKLOAD} {namespace}/{pod_group}", None, "spec.schedulingGroup.podGroupName")
+    if name := labels.get(COSCHEDULING_LABEL):
+        return GangMark(f"{COSCHEDULING} {namespace}/{name}", None, f"label {COSCHEDULING_LABEL}")
+    if name := annotations.get(VOLCANO_ANNOTATION):
+        return GangMark(f"{VOLCANO} {namespace}/{name}", None, f"annotation {VOLCANO_ANNOTATION}")
+    if name := labels.get(KUEUE_LABEL):
+        count = _positive(annotations.get(KUEUE_COUNT))
+        if count is None:
+            return None
+        return GangMark(f"{KUEUE} {namespace}/{name}", count, f"annotation {KUEUE_COUNT}={count}")
+    group = labels.get(LWS_GROUP_KEY)
+    if not group and labels.get(LWS_NAME) and labels.get(LWS_GROUP_INDEX):
+        group = f"{labels[LWS_NAME]}-{labels[LWS_GROUP_INDEX]}"
+    if group:
+        size = _positive(annotations.get(LWS_SIZE))
+        if size is None:
+            return None
+        return GangMark(f"{LWS} {namespace}/{group}", size, f"annotation {LWS_SIZE}={size}")
+    if name := labels.get(JOBSET_LABEL):
+        return GangMark(f"{JOBSET} {namespace}/{name}", None, "JobSet: every pod required", everyone=True)
+    return None
+
+
+def _positive(text: str | None) -> int | None:
+    if text is None or not text.isdigit() or len(text) > 9:
+        return None
+    value = int(text)
+    return value if value > 0 else None
+
+
+def gang(mark_: GangMark, members: Sequence["Pod"], groups: Mapping[str, GroupMinimum]) -> Gang | None:
+    """``mark_``'s gang given all pods that carry its key (bound, pending or terminating) and
+    the group objects' minimums; None when no minimum is known (independent pods)."""
+    running = sum(1 for p in members if p.node_name is not None and not p.terminating)
+    if mark_.everyone:
+        return Gang(mark_.key, sum(1 for p in members if not p.terminating), running, mark_.source)
+    if mark_.minimum is not None:
+        return Gang(mark_.key, mark_.minimum, running, mark_.source)
+    found = groups.get(mark_.key)
+    if found is None:
+        return None
+    return Gang(mark_.key, found.minimum, running, f"{mark_.source}, {found.source}={found.minimum}")
+
+
+@dataclass(frozen=True, slots=True)
+class Broken:
+    """The gangs a set of victims breaks."""
+
+    gangs: tuple[Gang, ...]  # sorted by key
+
+    @property
+    def count(self) -> int:
+        return len(self.gangs)
+
+    @property
+    def lost(self) -> int:
+        """Running members whose work is lost with them."""
+        return sum(g.running for g in self.gangs)
+
+    def describe(self) -> str:
+        if not self.gangs:
+            return "breaks no gang"
+        return f"breaks {self.count} gang(s), {self.lost} running pod(s) lose their work: " + "; ".join(
+            g.describe() for g in self.gangs
+        )
+
+
+NONE_BROKEN = Broken(())
+
+
+def count_broken(victims: Iterable["Pod"], gang_of: GangOf | None) -> Broken:
+    """The gangs that lose more live members to ``victims`` than they can spare. Terminating
+    victims are leaving anyway and take nothing."""
+    if gang_of is None:
+        return NONE_BROKEN
+    taken: dict[str, int] = {}
+    gangs: dict[str, Gang] = {}
+    for pod in victims:
+        if pod.terminating:
+            continue
+        g = gang_of(pod)
+        if g is None:
+            continue
+        taken[g.key] = taken.get(g.key, 0) + 1
+        gangs[g.key] = g
+    return Broken(tuple(sorted((g for k, g in gangs.items() if taken[k] > g.spare), key=lambda g: g.key)))
+
+
+def protected(candidates: Iterable["Pod"], gang_of: GangOf | None) -> frozenset[str]:
+    """UIDs of the live candidates whose gang cannot spare all of them (policy.pdb.protected's
+    rule for gangs): policy.victims tries to keep those first."""
+    if gang_of is None:
+        return frozenset()
+    members: dict[str, list[str]] = {}
+    spare: dict[str, int] = {}
+    for pod in candidates:
+        if pod.terminating:
+            continue
+        g = gang_of(pod)
+        if g is not None:
+            members.setdefault(g.key, []).append(pod.uid)
+            spare[g.key] = g.spare
+    return frozenset(uid for key, uids in members.items() if len(uids) > spare[key] for uid in uids)
