@@ -32,7 +32,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from policy import stock
+from policy import gangs, stock
 from policy.model import DisruptionBudget, Pod
 from policy.pdb import count_violations
 from policy.preempt import decide
@@ -111,6 +111,7 @@ class Step:
     pdb_violations: int
     no_home: tuple[str, ...]  # controller-owned victims whose replacement fits on no node
     why: str
+    broken_gangs: tuple[str, ...] = ()  # keys of the gangs its victims broke (policy.gangs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +124,7 @@ class Totals:
     preemptions: int  # pods bound by preempting (each counted once)
     victims: int  # live pods removed by those preemptions
     pdb_violations: int  # victims that took a budget below zero (policy.pdb.count_violations, per preemption)
+    broken_gangs: int  # distinct gangs that lost more running members than they could spare
     guaranteed_victims: int
     burstable_victims: int
     priority_loss: int  # sum over victims of (priority - floor + 1), floor: the lowest priority in the workload
@@ -134,6 +136,7 @@ class Totals:
         "preemptions",
         "victims",
         "pdb_violations",
+        "broken_gangs",
         "guaranteed_victims",
         "burstable_victims",
         "priority_loss",
@@ -187,6 +190,7 @@ def replay(
             continue
         live = tuple(v for v in choice.victims if not v.terminating)
         violations = count_violations(choice.victims, current.budgets_covering).count if live else 0
+        broken = tuple(g.key for g in gangs.count_broken(live, current.gang_of).gangs)
         cluster.apply(pod, choice.node, choice.victims)
         removed.extend(live)
         owned = [v for v in live if v.owner is not None]
@@ -195,7 +199,9 @@ def replay(
         no_home = tuple(r.key for r in replacements if not _fits_somewhere(after, r))
         if replace:
             queue.extend((r, depth + 1) for r in replacements)
-        steps.append(Step(pod.key, depth, choice.node, tuple(v.key for v in live), violations, no_home, choice.why))
+        steps.append(
+            Step(pod.key, depth, choice.node, tuple(v.key for v in live), violations, no_home, choice.why, broken)
+        )
     return Run(side, tuple(steps), _totals(steps, removed, floor), cluster.view)
 
 
@@ -211,6 +217,8 @@ def _totals(steps: list[Step], victims: list[Pod], floor: int) -> Totals:
         preemptions=len(preempting),
         victims=len(victims),
         pdb_violations=sum(s.pdb_violations for s in steps),
+        # A gang broken once stays broken (its running members below the minimum): counted once.
+        broken_gangs=len({key for s in steps for key in s.broken_gangs}),
         guaranteed_victims=sum(v.qos == QoS.GUARANTEED for v in victims),
         burstable_victims=sum(v.qos == QoS.BURSTABLE for v in victims),
         priority_loss=sum(v.priority - floor + 1 for v in victims),
@@ -246,6 +254,7 @@ class _Cluster:
         self._nodes = [info.node for info in view.nodes.values()]
         self._pods = dict(view.pods)
         self._classes = tuple(view.priority_classes.values())
+        self._groups = tuple(view.group_minimums.values())
         budgets = [b for bs in view.budgets.values() for b in bs]
         # The disruption controller's desired healthy count, fixed at the start.
         self._desired = {b.key: self._healthy(b) - b.disruptions_allowed for b in budgets}
@@ -266,5 +275,6 @@ class _Cluster:
             for b in self._budgets
         ]
         self.view = ClusterView.build(
-            nodes=self._nodes, pods=self._pods.values(), budgets=self._budgets, priority_classes=self._classes
+            nodes=self._nodes, pods=self._pods.values(), budgets=self._budgets, priority_classes=self._classes,
+            group_minimums=self._groups,
         )

@@ -4,7 +4,10 @@ Nodes of mixed size (4, 8, 16 or 32 cpu, 4 GiB of memory per cpu, 110 pods), eac
 to 85-100% of its cpu with low-priority pods (priorities 0-5) of all three QoS classes; about
 two thirds of them belong to a controller (a ReplicaSet per app) and come back when evicted
 with ``--replace``. Every app whose pods may be disrupted has a PodDisruptionBudget allowing
-0, 1 or 2 disruptions, or none. A few pending pods (priority 8) are nominated to a node and
+0, 1 or 2 disruptions, or none. About one app in three is a gang instead (a training job: its
+running Guaranteed and Burstable pods, spread over the nodes, are a Kueue pod group that needs
+every one of them, owned by a Job); they are drawn last, so that the rest of a seed's workload
+is what it was before gangs were generated. A few pending pods (priority 8) are nominated to a node and
 hold room there. The pending pods are higher-priority preemptors (priorities 6-10, 1-6 cpu,
 Guaranteed or Burstable), one per ``pending``; about one node per four of them.
 
@@ -14,9 +17,11 @@ same workload on every machine and Python version that keeps ``random.Random``'s
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Protocol
 
+from policy import gangs
 from policy.labels import Selector
 from policy.model import DisruptionBudget, Node, Pod
 from policy.qos import QoS
@@ -110,4 +115,25 @@ def generate(rng: Random, pending: int) -> Workload:
         )
         for k in range(pending)
     )
-    return Workload(ClusterView.build(nodes=nodes, pods=pods, budgets=budgets), preemptors)
+    return Workload(ClusterView.build(nodes=nodes, pods=_gangs(rng, apps, pods), budgets=budgets), preemptors)
+
+
+def _gangs(rng: Random, apps: list[str], pods: list[Pod]) -> list[Pod]:
+    """``pods`` with about one app in three made a gang (see the module docstring)."""
+    chosen = [app for app in apps if rng.random() < 0.35]
+    members: dict[str, list[int]] = {app: [] for app in chosen}
+    for i, pod in enumerate(pods):
+        app = pod.labels["app"]
+        if app in members and pod.node_name is not None and pod.qos != QoS.BEST_EFFORT:
+            members[app].append(i)
+    out = list(pods)
+    for app, indexes in members.items():
+        if len(indexes) < 2:
+            continue
+        labels = {"app": app, gangs.KUEUE_LABEL: app}
+        mark = gangs.mark(
+            namespace=NAMESPACE, labels=labels, annotations={gangs.KUEUE_COUNT: str(len(indexes))}, pod_group=None
+        )
+        for i in indexes:
+            out[i] = dataclasses.replace(out[i], labels=labels, owner=f"job-{app}", gang=mark)
+    return out

@@ -27,6 +27,7 @@ ROWS = (
     ("preemptions", "preemptions"),
     ("victims", "victims"),
     ("pdb_violations", "PDB violations"),
+    ("broken_gangs", "broken gangs"),
     ("guaranteed_victims", "Guaranteed victims"),
     ("burstable_victims", "Burstable victims"),
     ("priority_loss", "priority-weighted loss"),
@@ -94,6 +95,7 @@ def _step(step: replay.Step) -> dict:
         "victims": list(step.victims),
         "pdb_violations": step.pdb_violations,
         "no_home": list(step.no_home),
+        "broken_gangs": list(step.broken_gangs),
         "why": step.why,
     }
 

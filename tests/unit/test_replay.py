@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy import ranking, replay, workload
+from policy import gangs, ranking, replay, workload
 from policy.pdb import count_violations
 from policy.qos import QoS
 from tests.builders import node, pdb, pod, view
@@ -154,11 +154,11 @@ def test_stock_evicts_a_burstable_pod_for_a_pod_slot_a_best_effort_one_would_fre
     )
     runs = replay.compare(v, [pod("urgent", cpu=2, priority=10)])
     assert runs[replay.STOCK].totals.as_dict() == {
-        "preemptions": 1, "victims": 1, "pdb_violations": 0, "guaranteed_victims": 0, "burstable_victims": 1,
+        "preemptions": 1, "victims": 1, "pdb_violations": 0, "broken_gangs": 0, "guaranteed_victims": 0, "burstable_victims": 1,
         "priority_loss": 1, "no_home": 0, "cascade": 0, "pending": 0,
     }
     assert runs[replay.REPRIEVE].totals.as_dict() == {
-        "preemptions": 1, "victims": 1, "pdb_violations": 0, "guaranteed_victims": 0, "burstable_victims": 0,
+        "preemptions": 1, "victims": 1, "pdb_violations": 0, "broken_gangs": 0, "guaranteed_victims": 0, "burstable_victims": 0,
         "priority_loss": 1, "no_home": 0, "cascade": 0, "pending": 0,
     }
 
@@ -215,6 +215,8 @@ def test_the_generator_is_deterministic_and_makes_what_it_promises():
     assert {p.qos for p in pods if p.node_name} == {QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT}
     assert any(p.owner for p in pods) and any(p.owner is None for p in pods if p.node_name)
     assert any(p.nominated_node_name for p in pods)
+    gang = next(p for p in pods if p.gang is not None)  # a Kueue pod group needing all its members
+    assert a.view.gang_of(gang).minimum == a.view.gang_of(gang).running == len(a.view.gang_members[gang.gang.key])
     assert {b.disruptions_allowed for bs in a.view.budgets.values() for b in bs} <= {0, 1, 2}
     assert len(a.pending) == 24 and min(p.priority for p in a.pending) > max(p.priority for p in pods if p.node_name)
     assert len({i.node.allocatable["cpu"] for i in a.view.nodes.values()}) > 1
@@ -242,4 +244,5 @@ def test_every_decision_along_reprieves_replay_costs_no_more_than_stocks(seed, p
 
 
 def _key(victims, view):
-    return ranking.cost(victims, count_violations(victims, view.budgets_covering)).key
+    broken = gangs.count_broken(victims, view.gang_of).count
+    return ranking.cost(victims, count_violations(victims, view.budgets_covering), broken=broken).key
