@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from policy import stock
+from policy import gangs, stock
 from policy.model import Pod
 from policy.preempt import PreemptDecision, Proposal, Verdict
 from policy.victims import most_important_first
@@ -41,6 +41,8 @@ class Answer:
     stock_node: str | None  # where stock preemption goes among the scheduler's proposals
     stayed: tuple[Pod, ...]  # lower-priority pods on reprieve's node that stay, most important first
     budgets: Mapping[str, tuple[str, ...]]  # UID -> PodDisruptionBudgets covering it (victims and stayed)
+    in_gangs: Mapping[str, str] | None = None  # UID -> its gang, described (victims and stayed; policy.gangs)
+    broken: tuple[str, ...] = ()  # the gangs the victims break, described
 
 
 def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal], decision: PreemptDecision) -> Answer:
@@ -76,6 +78,7 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
             if p.priority < preemptor.priority and not p.terminating and p.uid not in gone
         )
     budgets = {p.uid: tuple(sorted(b.key for b in view.budgets_covering(p))) for p in (*victims, *stayed)}
+    in_gangs = {p.uid: g.describe() for p in (*victims, *stayed) if (g := view.gang_of(p)) is not None}
     return Answer(
         preemptor=preemptor,
         node=chosen.node if chosen else None,
@@ -88,13 +91,15 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
         stock_node=stock.first(costs),
         stayed=stayed,
         budgets={uid: keys for uid, keys in budgets.items() if keys},
+        in_gangs=in_gangs,
+        broken=tuple(g.describe() for g in gangs.count_broken(victims, view.gang_of).gangs),
     )
 
 
 def preemptor_note(a: Answer) -> str:
     """``On node-a: 0 PDB violations; evicts the Burstable batch/report-1, not the Guaranteed
     batch/report-2 stock would have taken. Not node-b: PDB violations 1 there vs 0 on node-a.``"""
-    text = f"On {a.node}: {_count(a.violations, 'PDB violation')}; evicts {_pods(a.victims)}"
+    text = f"On {a.node}: {_broken(a)}{_count(a.violations, 'PDB violation')}; evicts {_pods(a.victims)}"
     text += _against_stock(a)
     return _readable(text + "." + _others(a))
 
@@ -105,7 +110,7 @@ def victim_note(a: Answer, victim: Pod) -> str:
     if a.stayed:
         groups: dict[str, list[str]] = {}
         for pod in a.stayed:
-            groups.setdefault(_why_stays(pod, victim, a.budgets), []).append(pod.key)
+            groups.setdefault(_why_stays(pod, victim, a.budgets, a.in_gangs or {}), []).append(pod.key)
         parts = [f"{_names(keys)} ({why})" for why, keys in groups.items()]
         text += ", chosen over the pods that stay: " + "; ".join(parts)
     else:
@@ -138,8 +143,10 @@ def _against_stock(a: Answer) -> str:
     return f", not {_pods(theirs)} stock would have taken" + ("" if node == a.node else f" on {node}")
 
 
-def _why_stays(pod: Pod, victim: Pod, budgets: Mapping[str, tuple[str, ...]]) -> str:
+def _why_stays(pod: Pod, victim: Pod, budgets: Mapping[str, tuple[str, ...]], in_gangs: Mapping[str, str]) -> str:
     """The first of reprieve's criteria by which ``pod`` is kept before ``victim``."""
+    if in_gangs.get(pod.uid) and not in_gangs.get(victim.uid):
+        return f"a member of {in_gangs[pod.uid]}"
     if budgets.get(pod.uid) and not budgets.get(victim.uid):
         return f"behind PodDisruptionBudget {', '.join(budgets[pod.uid])}"
     if pod.priority != victim.priority:
@@ -175,6 +182,11 @@ def _others(a: Answer) -> str:
         return ""
     text = "; ".join(a.others) + (f"; and {a.more_others} more node(s)" if a.more_others else "")
     return f" {text[0].upper()}{text[1:]}."
+
+
+def _broken(a: Answer) -> str:
+    """``breaks gang ...; `` when the victims break gangs (no victim set spared them)."""
+    return "".join(f"breaks {g}; " for g in a.broken)
 
 
 def _count(n: int, what: str) -> str:

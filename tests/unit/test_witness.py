@@ -160,6 +160,31 @@ def test_the_victim_note_names_budgets_priorities_and_pods_too_small():
     assert "chosen over the pods that stay: batch/high (higher priority 5); batch/db (behind PodDisruptionBudget batch/db); batch/empty (BestEffort, but too small to make room)" in note, note
 
 
+def test_the_notes_name_the_gangs_kept_whole_and_broken():
+    # n1 (8 cpu): a 2-pod gang needing both (2 cpu each, the youngest) and a lone pod of the
+    # same priority; the preemptor needs 2 cpu: the lone pod goes, the note says why the gang
+    # members stay. On n2 a gang of two 4-cpu pods needing both must break: the note says so.
+    members = [pod(f"w{i}", ns="ml", node="n1", cpu=2, priority=1, start=100 + i, gang=("train", 2)) for i in range(2)]
+    lone = pod("lone", ns="ml", node="n1", cpu=4, priority=1, start=0)
+    preemptor = pod("checkout", ns="shop", cpu=4, priority=10)
+    v = view([node("n1", cpu=8)], [*members, lone, preemptor])
+    w, recorded, _ = witness()
+    decision = answer(w, v, preemptor, [members[1], members[0]])
+    assert [p.name for p in decision.outcomes[0].victims] == ["lone"]
+    w.check(carried_out(v, preemptor, lone))
+    note = recorded.events[1].note
+    assert "ml/w0, ml/w1 (a member of gang test ml/train (2 running, at least 2 needed: test gang))" in note, note
+
+    big = [pod(f"b{i}", ns="ml", node="n1", cpu=4, priority=1, gang=("big", 2)) for i in range(2)]
+    v = view([node("n1", cpu=8)], [*big, preemptor])
+    w, recorded, _ = witness()
+    (victim,) = answer(w, v, preemptor, [big[0]]).outcomes[0].victims
+    w.check(carried_out(v, preemptor, victim))
+    assert recorded.events[0].note.startswith(
+        "On n1: breaks gang test ml/big (2 running, at least 2 needed: test gang); 0 PDB violations; evicts"
+    ), recorded.events[0].note
+
+
 def test_shadow_mode_records_one_would_have_event_only_with_events_shadow():
     v, preemptor, burstable, guaranteed = scene()
     w, recorded, _ = witness(Mode.SHADOW, Events.ON)
