@@ -142,6 +142,12 @@ class Metrics:
         self.cache_watch_restarts = Counter(
             "reprieve_cache_watch_restarts", "Watches that failed and were restarted, by kind.", ["kind"], registry=r
         )
+        self.cache_kind_watched = Gauge(
+            "reprieve_cache_kind_watched",
+            "1 while an optional kind (a gang PodGroup kind) is served and watched, 0 while it is not served or not readable.",
+            ["kind"],
+            registry=r,
+        )
         self.cache_staleness = Gauge(
             "reprieve_cache_staleness_seconds", "How long the longest-broken kind has been out of sync (0: in sync).", registry=r
         )

@@ -58,7 +58,8 @@ def snapshot(path: str) -> Cluster:
 
 def live(kubeconfig: str | None, context: str | None = None, *, timeout: float = 120.0) -> Cluster:
     """One consistent view of a live cluster: the list+watch cache `reprieve serve --kubeconfig`
-    runs, stopped as soon as Nodes, Pods, PodDisruptionBudgets and PriorityClasses have listed."""
+    runs, stopped as soon as Nodes, Pods, PodDisruptionBudgets and PriorityClasses have listed
+    (and the gang PodGroup kinds the cluster serves, docs/running.md "Gangs")."""
     from extender.live.apiserver import ApiServer
     from extender.live.cache import LiveCluster
     from extender.metrics import Metrics
@@ -80,14 +81,18 @@ def live(kubeconfig: str | None, context: str | None = None, *, timeout: float =
 
 
 def _probe(api, context: str) -> None:
-    """One small list of each kind first, so that an unreachable server or a missing permission
-    is one line now, not a cache retrying with backoff until the timeout."""
+    """One small list of each required kind first, so that an unreachable server or a missing
+    permission is one line now, not a cache retrying with backoff until the timeout. The
+    optional kinds (PodGroups) are not probed: a cluster without them, or a kubeconfig that may
+    not read them, gets a view without their minimums."""
     import urllib3
 
     from extender.live.apiserver import ApiError
     from extender.live.changes import KINDS
 
     for kind in KINDS.values():
+        if kind.optional:
+            continue
         try:
             api.get(kind.path, {"limit": 1}, timeout=15)
         except ApiError as exc:

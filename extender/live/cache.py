@@ -7,8 +7,10 @@ from collections.abc import Callable
 import threading
 import time
 
-from extender.live.apiserver import ApiServer
-from extender.live.changes import KINDS
+import urllib3
+
+from extender.live.apiserver import ApiError, ApiServer
+from extender.live.changes import KINDS, Kind
 from extender.live.lag import Lag
 from extender.live.reflector import Reflector
 from extender.live.store import Store
@@ -17,6 +19,12 @@ from policy.model import PriorityClass
 from policy.view import ClusterView
 
 log = logging.getLogger(__name__)
+
+REQUIRED = frozenset(name for name, kind in KINDS.items() if not kind.optional)
+OPTIONAL = tuple(kind for kind in KINDS.values() if kind.optional)
+
+# What discovery says of an optional kind.
+SERVED, NOT_SERVED, FORBIDDEN, UNKNOWN = "served", "not served", "forbidden", "unknown"
 
 
 class LiveCluster:
@@ -27,6 +35,13 @@ class LiveCluster:
     verbs get that view only while it is trustworthy: every kind has listed, and no kind has
     been out of sync (watch broken, relisting) for longer than ``staleness_bound`` seconds.
     Otherwise ``view()`` is None and the verbs give their safe answers.
+
+    Optional kinds (the gang PodGroups, served only where their CRD or feature gate is) are
+    watched while discovery finds them, looking again every ``discovery_interval`` seconds. They
+    never make the cache not ready: the first view waits for the first discovery and for the
+    first list attempt of each optional kind found then, nothing more. One that is not served
+    (404) or not readable (403) is forgotten (no records) until discovery finds it again; one
+    whose watch fails keeps its records and relists like any kind, without counting as stale.
     """
 
     def __init__(
@@ -40,6 +55,7 @@ class LiveCluster:
         silence_timeout: float = 75.0,
         watch_delay: float = 0.0,
         on_first_view: Callable[[], None] = lambda: None,
+        discovery_interval: float = 30.0,
         clock=time.monotonic,
     ) -> None:
         self._api = api
@@ -54,8 +70,13 @@ class LiveCluster:
         self._stop = threading.Event()
         self._changed = threading.Event()
         self._lock = threading.Lock()
-        self._listed: set[str] = set()
-        self._out_of_sync_since: dict[str, float] = {kind: clock() for kind in KINDS}
+        self._listed: set[str] = set()  # required kinds that have listed
+        self._out_of_sync_since: dict[str, float] = {kind: clock() for kind in REQUIRED}
+        self._discovery_interval = discovery_interval
+        self._discovered = False  # the first discovery round is over
+        self._watching: set[str] = set()  # optional kinds with a running reflector
+        self._pending: set[str] = set()  # optional kinds the first view waits for (first list attempt)
+        self._optional_state: dict[str, str] = {}  # optional kind -> what was last logged of it
         self._lag = Lag(clock)
         self._watch_delay = watch_delay
         self._view: ClusterView | None = None
@@ -87,7 +108,7 @@ class LiveCluster:
     def staleness(self) -> float:
         """Seconds the longest-broken kind has been out of sync; 0 when all are in sync."""
         with self._lock:
-            if len(self._listed) < len(KINDS):
+            if not self._all_listed():
                 return float("inf")
             if not self._out_of_sync_since:
                 return 0.0
@@ -96,24 +117,11 @@ class LiveCluster:
     # lifecycle
 
     def start(self) -> "LiveCluster":
-        for kind in KINDS.values():
-            self._threads.append(
-                Reflector(
-                    kind,
-                    api=self._api,
-                    store=self._store,
-                    classes=self._classes,
-                    on_sync=self._sync_changed,
-                    on_event=self._count_event,
-                    stop=self._stop,
-                    lag=self._lag,
-                    watch_delay=self._watch_delay,
-                    watch_seconds=self._watch_seconds,
-                    silence_timeout=self._silence_timeout,
-                )
-            )
-        self._threads.append(threading.Thread(target=self._publish_loop, name="publisher", daemon=True))
-        for thread in self._threads:
+        threads = [self._reflector(kind) for kind in KINDS.values() if not kind.optional]
+        threads.append(threading.Thread(target=self._publish_loop, name="publisher", daemon=True))
+        threads.append(threading.Thread(target=self._discover_loop, name="discovery", daemon=True))
+        self._threads.extend(threads)
+        for thread in threads:  # not self._threads: discovery adds the optional kinds' reflectors, started
             thread.start()
         return self
 
@@ -124,17 +132,117 @@ class LiveCluster:
 
     # internals
 
+    def _reflector(self, kind: Kind) -> Reflector:
+        return Reflector(
+            kind,
+            api=self._api,
+            store=self._store,
+            classes=self._classes,
+            on_sync=self._sync_changed,
+            on_event=self._count_event,
+            on_unavailable=self._unavailable,
+            stop=self._stop,
+            lag=self._lag,
+            watch_delay=self._watch_delay,
+            watch_seconds=self._watch_seconds,
+            silence_timeout=self._silence_timeout,
+        )
+
+    def _all_listed(self) -> bool:
+        """Whether a first view may be published (under self._lock)."""
+        return self._discovered and not self._pending and len(self._listed) == len(REQUIRED)
+
     def _classes(self) -> dict[str, PriorityClass]:
         return self._store.priority_classes()
 
     def _sync_changed(self, kind: str, in_sync: bool) -> None:
         with self._lock:
-            if in_sync:
+            if kind not in REQUIRED:
+                # Listed, or failed to: either way the first view no longer waits for it.
+                self._pending.discard(kind)
+            elif in_sync:
                 self._listed.add(kind)
                 self._out_of_sync_since.pop(kind, None)
             else:
                 self._out_of_sync_since.setdefault(kind, self._clock())
+        if in_sync and kind not in REQUIRED:
+            self._metrics.cache_kind_watched.labels(kind).set(1)
+            self._note(kind, "watched", "")
         self._changed.set()
+
+    # optional kinds
+
+    def _discover_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._discover_once()
+            except Exception:  # noqa: BLE001 - discovery must go on; the required kinds do not depend on it
+                log.exception("discovering the optional kinds failed")
+            with self._lock:
+                self._discovered = True  # even after a failure: the first view never waits on discovery twice
+            self._changed.set()
+            self._stop.wait(self._discovery_interval)
+
+    def _discover_once(self) -> None:
+        """Start watching each optional kind the API server serves that is not watched yet."""
+        for kind in OPTIONAL:
+            state, why = self._served(kind)
+            with self._lock:
+                start = state == SERVED and kind.name not in self._watching and not self._stop.is_set()
+                if start:
+                    self._watching.add(kind.name)
+                    if not self._discovered:
+                        self._pending.add(kind.name)
+                watching = kind.name in self._watching
+            if start:  # it counts as watched once it has listed (_sync_changed)
+                reflector = self._reflector(kind)
+                self._threads.append(reflector)
+                reflector.start()
+            elif not watching:
+                self._metrics.cache_kind_watched.labels(kind.name).set(0)
+                if state != SERVED:
+                    self._note(kind.name, state, why)
+
+    def _served(self, kind: Kind) -> tuple[str, str]:
+        """(SERVED, NOT_SERVED, FORBIDDEN or UNKNOWN, why) from the kind's discovery document."""
+        try:
+            document = self._api.get(kind.group_version, {}, timeout=15)
+        except ApiError as exc:
+            state = {404: NOT_SERVED, 403: FORBIDDEN}.get(exc.status, UNKNOWN)
+            return state, f"GET {kind.group_version}: {exc}"
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+            return UNKNOWN, f"GET {kind.group_version}: {exc}"
+        for resource in (document.get("resources") if isinstance(document, dict) else None) or ():
+            if isinstance(resource, dict) and resource.get("name") == kind.resource:
+                verbs = resource.get("verbs")
+                if verbs is None or {"list", "watch"} <= set(verbs):
+                    return SERVED, ""
+                return NOT_SERVED, f"{kind.group_version} serves {kind.resource} without list and watch"
+        return NOT_SERVED, f"{kind.group_version} does not serve {kind.resource}"
+
+    def _unavailable(self, kind: str, error: ApiError) -> None:
+        """A reflector's optional kind answered 404 or 403: forget it until discovery finds it again."""
+        self._store.forget(kind)
+        with self._lock:
+            self._watching.discard(kind)
+            self._pending.discard(kind)
+        self._metrics.cache_kind_watched.labels(kind).set(0)
+        self._note(kind, NOT_SERVED if error.status == 404 else FORBIDDEN, str(error))
+        self._changed.set()
+
+    def _note(self, kind: str, state: str, why: str) -> None:
+        """Log what became of an optional kind, once per change: discovery repeats every round,
+        and a kind served but forbidden is tried (and refused) every round."""
+        with self._lock:
+            if self._optional_state.get(kind) == state:
+                return
+            self._optional_state[kind] = state
+        if state == "watched":
+            log.info("%s: served; watching it", kind)
+        elif state == NOT_SERVED:
+            log.info("%s: not served (%s); looking again every %gs", kind, why, self._discovery_interval)
+        else:  # forbidden (RBAC), or discovery could not tell
+            log.warning("%s: %s (%s); not watched, looking again every %gs", kind, state, why, self._discovery_interval)
 
     def _count_event(self, kind: str, what: str) -> None:
         {
@@ -165,7 +273,7 @@ class LiveCluster:
         if self._stop.is_set():
             return
         with self._lock:
-            all_listed = len(self._listed) == len(KINDS)
+            all_listed = self._all_listed()
         if all_listed and self._store.generation != self._published_generation:
             pending_since = self._lag.publishing()
             started = self._clock()

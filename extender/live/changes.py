@@ -9,6 +9,7 @@ from typing import Any
 
 import pydantic
 
+from extender.live.store import COSCHEDULING_GROUPS, VOLCANO_GROUPS, WORKLOAD_GROUPS
 from extender.state import kube, translate
 from policy.model import PriorityClass
 
@@ -23,6 +24,18 @@ class Kind:
     model: type[pydantic.BaseModel]
     record: Callable[[Any, Mapping[str, PriorityClass]], Any]
     keep: Callable[[Any], bool] = lambda obj: True
+    # Served only where a CRD or a feature gate provides it: watched while discovery finds it
+    # (LiveCluster), and never a reason not to be ready.
+    optional: bool = False
+
+    @property
+    def group_version(self) -> str:
+        """The discovery document that lists it: /apis/<group>/<version> (or /api/v1)."""
+        return self.path.rsplit("/", 1)[0]
+
+    @property
+    def resource(self) -> str:
+        return self.path.rsplit("/", 1)[1]
 
 
 def _pod_key(raw: dict) -> str:
@@ -59,6 +72,32 @@ KINDS = {
         translate.pod_record,
         keep=lambda pod: not translate.is_terminal(pod),
     ),
+    # Gang group objects (policy.gangs.GroupMinimum; docs/running.md, "Gangs"): a record only
+    # for a group with a minimum.
+    COSCHEDULING_GROUPS: Kind(
+        COSCHEDULING_GROUPS,
+        "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
+        {},
+        kube.MinMemberPodGroup,
+        lambda obj, classes: translate.coscheduling_minimum(obj),
+        optional=True,
+    ),
+    VOLCANO_GROUPS: Kind(
+        VOLCANO_GROUPS,
+        "/apis/scheduling.volcano.sh/v1beta1/podgroups",
+        {},
+        kube.MinMemberPodGroup,
+        lambda obj, classes: translate.volcano_minimum(obj),
+        optional=True,
+    ),
+    WORKLOAD_GROUPS: Kind(
+        WORKLOAD_GROUPS,
+        "/apis/scheduling.k8s.io/v1beta1/podgroups",
+        {},
+        kube.WorkloadPodGroup,
+        lambda obj, classes: translate.workload_minimum(obj),
+        optional=True,
+    ),
 }
 
 
@@ -67,7 +106,8 @@ def key_of(kind: Kind, raw: dict) -> str:
 
 
 def record_of(kind: Kind, raw: dict, classes: Mapping[str, PriorityClass]) -> Any | None:
-    """The record for a live object, or None if it holds nothing (finished) or is unreadable."""
+    """The record for a live object, or None if it holds nothing (finished, a group without a
+    minimum) or is unreadable."""
     try:
         obj = kind.model.model_validate(raw)
     except pydantic.ValidationError as exc:

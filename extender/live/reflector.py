@@ -1,4 +1,5 @@
-"""One kind's list+watch loop: list, remember resourceVersion, watch, relist on 410, back off on errors."""
+"""One kind's list+watch loop: list, remember resourceVersion, watch, relist on 410, back off on errors.
+An optional kind (Kind.optional) that is not served (404) or not readable (403) ends its loop instead."""
 
 from __future__ import annotations
 
@@ -16,6 +17,10 @@ from extender.live.store import Store
 from policy.model import PriorityClass
 
 log = logging.getLogger(__name__)
+
+# An optional kind answered with these is not served (its CRD is gone, its API version or feature
+# gate off) or not readable (RBAC): its reflector ends, and discovery looks again later.
+UNAVAILABLE = frozenset({403, 404})
 
 
 class Reflector(threading.Thread):
@@ -35,11 +40,12 @@ class Reflector(threading.Thread):
         watch_seconds: int = 60,
         silence_timeout: float = 75.0,
         max_backoff: float = 2.0,
+        on_unavailable: Callable[[str, ApiError], None] = lambda kind, error: None,
     ) -> None:
         super().__init__(name=f"reflector-{kind.name}", daemon=True)
         self.kind = kind
         self._api, self._store, self._classes = api, store, classes
-        self._on_sync, self._on_event = on_sync, on_event
+        self._on_sync, self._on_event, self._on_unavailable = on_sync, on_event, on_unavailable
         self._stopping = stop
         self._lag = lag or Lag()
         self._watch_delay = watch_delay  # a fault injected for tests (extender.live.lag.delayed)
@@ -71,6 +77,9 @@ class Reflector(threading.Thread):
             except (ApiError, urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
                 if self._stopping.is_set():
                     break  # stop() closed the stream
+                if self.kind.optional and isinstance(exc, ApiError) and exc.status in UNAVAILABLE:
+                    self._on_unavailable(self.kind.name, exc)
+                    return
                 # Connection refused or reset, a silent stream timing out, a 5xx: keep the
                 # resourceVersion and watch again from it after a pause.
                 log.warning("%s: watch failed (%s); retrying in %.1fs", self.kind.name, exc, backoff)

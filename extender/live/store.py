@@ -1,10 +1,11 @@
 """The live records of each kind, and the immutable ClusterView published from them.
 
 The store keeps, next to the records, the indexes a ClusterView is made of (pods by node,
-nominated pods by node, PDB coverage) and updates them with every change, remembering what
-changed since the last view. Publishing is then incremental: the new view shares every
-NodeInfo, tuple and record that did not change with the previous one, and copies only the
-top-level mappings, so that a view of 150,000 pods costs milliseconds rather than seconds;
+nominated pods by node, PDB coverage, gang members and their group objects' minimums) and
+updates them with every change, remembering what changed since the last view. Publishing is
+then incremental: the new view shares every NodeInfo, tuple and record that did not change
+with the previous one, and copies only the top-level mappings, so that a view of 150,000 pods
+costs milliseconds rather than seconds;
 the per-node summaries the verbs computed on the previous view (ClusterView.summary) are
 carried over for the nodes that did not change.
 A view is never changed after it is built: policy reads it without locks.
@@ -20,10 +21,16 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from policy.gangs import GroupMinimum
 from policy.model import DisruptionBudget, Pod
 from policy.view import ClusterView, NodeInfo
 
 PODS, NODES, BUDGETS, CLASSES = "pods", "nodes", "poddisruptionbudgets", "priorityclasses"
+# The gang group objects (extender.live.changes): records are policy.gangs.GroupMinimum.
+COSCHEDULING_GROUPS = "podgroups.scheduling.x-k8s.io"
+VOLCANO_GROUPS = "podgroups.scheduling.volcano.sh"
+WORKLOAD_GROUPS = "podgroups.scheduling.k8s.io"
+GROUPS = frozenset({COSCHEDULING_GROUPS, VOLCANO_GROUPS, WORKLOAD_GROUPS})
 
 
 class Store:
@@ -49,6 +56,7 @@ class Store:
         self._pod_budgets: dict[str, tuple[DisruptionBudget, ...]] = {}  # UID -> budgets covering it
         self._members: dict[str, dict[str, Pod]] = {}  # budget key -> UID -> covered pod
         self._gangs: dict[str, dict[str, Pod]] = {}  # gang key -> UID -> member (policy.gangs)
+        self._minimums: dict[str, GroupMinimum] = {}  # gang key -> its group object's minimum (GROUPS)
         # What changed since the last view.
         self._view: ClusterView | None = None
         self._all_dirty = True
@@ -56,6 +64,7 @@ class Store:
         self._dirty_nominated: set[str] = set()
         self._dirty_members: set[str] = set()
         self._dirty_gangs: set[str] = set()
+        self._dirty_minimums: set[str] = set()  # gang keys
         self._dirty_kinds: set[str] = set(kinds)
         self._dirty_pods: set[str] = set()  # UIDs of pods changed since the last view
         self._deleted_pods: set[str] = set()  # UIDs of pods deleted since the last view
@@ -87,7 +96,27 @@ class Store:
                 self._reindex_budgets()
             elif kind == CLASSES:
                 self._classes = dict(records)
+            elif kind in GROUPS:
+                self._reindex_minimums()
             self._all_dirty = True
+
+    def forget(self, kind: str) -> None:
+        """The kind is no longer served or readable (an optional kind whose CRD went, or whose
+        RBAC is missing): no records, no resourceVersion, until it lists again."""
+        with self._lock:
+            old = self._records[kind]
+            if not old and kind not in self._versions:
+                return  # never listed (refused every discovery round): no new view for nothing
+            self._records[kind] = {}
+            self._versions.pop(kind, None)
+            self._generation += 1
+            self._dirty_kinds.add(kind)
+            if kind in GROUPS:
+                for record in old.values():
+                    self._minimums.pop(record.key, None)
+                    self._dirty_minimums.add(record.key)
+            else:
+                self._all_dirty = True
 
     def apply(self, kind: str, key: str, record: Any | None, resource_version: str) -> None:
         with self._lock:
@@ -120,6 +149,13 @@ class Store:
                 self._budget_changed(old, record)
             elif kind == CLASSES:
                 self._classes = dict(records)
+            elif kind in GROUPS:
+                if old is not None:
+                    self._minimums.pop(old.key, None)
+                    self._dirty_minimums.add(old.key)
+                if record is not None:
+                    self._minimums[record.key] = record
+                    self._dirty_minimums.add(record.key)
 
     def bookmark(self, kind: str, resource_version: str) -> None:
         with self._lock:
@@ -220,6 +256,10 @@ class Store:
         for pod in self._records[PODS].values():
             self._index_pod(pod)
 
+    def _reindex_minimums(self) -> None:
+        # Each kind's keys start with its framework ("coscheduling ns/name"): kinds never collide.
+        self._minimums = {m.key: m for kind in GROUPS & self._records.keys() for m in self._records[kind].values()}
+
     def _reindex_budgets(self) -> None:
         self._ns_budgets = {}
         for budget in self._records[BUDGETS].values():
@@ -246,6 +286,7 @@ class Store:
             self._all_dirty = False
             self._dirty_nodes, self._dirty_nominated, self._dirty_members, self._dirty_gangs = set(), set(), set(), set()
             self._dirty_kinds, self._dirty_pods, self._deleted_pods = set(), set(), set()
+            self._dirty_minimums = set()
         return generation, versions, view
 
     def _refreshed(self, previous, dirty: set[str], index: dict[str, dict[str, Pod]]):
@@ -259,6 +300,18 @@ class Store:
                 out[key] = self._by_seq(pods)
             else:
                 out.pop(key, None)
+        return out
+
+    def _refreshed_minimums(self, previous):
+        if not self._dirty_minimums:
+            return previous
+        out = dict(previous)
+        for key in self._dirty_minimums:
+            found = self._minimums.get(key)
+            if found is None:
+                out.pop(key, None)
+            else:
+                out[key] = found
         return out
 
     def _by_seq(self, pods: dict[str, Pod]) -> tuple[Pod, ...]:
@@ -280,6 +333,7 @@ class Store:
             pod_budgets=dict(self._pod_budgets),
             budget_members={key: self._by_seq(pods) for key, pods in self._members.items() if pods},
             gang_members={key: self._by_seq(pods) for key, pods in self._gangs.items() if pods},
+            group_minimums=dict(self._minimums),
         )
 
     def _incremental(self, prev: ClusterView) -> ClusterView:
@@ -307,6 +361,7 @@ class Store:
             pod_budgets=dict(self._pod_budgets) if (PODS in dirty or BUDGETS in dirty) else prev.pod_budgets,
             budget_members=members,
             gang_members=self._refreshed(prev.gang_members, self._dirty_gangs, self._gangs),
+            group_minimums=self._refreshed_minimums(prev.group_minimums),
             memo=prev.carry_memo(dirty_nodes=self._dirty_nodes, budgets_changed=budgets_changed),
         )
 

@@ -94,3 +94,45 @@ def test_closing_the_api_tolerates_a_watch_that_ended_meanwhile():
     api._pool = type("Pool", (), {"clear": lambda self: None})()
     api.close()
     assert api._closed
+
+
+class Refusing:
+    """Every list answers ``status``."""
+
+    def __init__(self, status: int) -> None:
+        self.status, self.lists = status, 0
+
+    def get(self, path, params, *, timeout):
+        from extender.live.apiserver import ApiError
+
+        self.lists += 1
+        raise ApiError(self.status, "no")
+
+
+def test_an_optional_kind_not_served_or_forbidden_ends_its_reflector_and_says_so():
+    for status in (403, 404):
+        api, gone, syncs = Refusing(status), [], []
+        reflector = Reflector(
+            KINDS["podgroups.scheduling.x-k8s.io"], api=api, store=Store(tuple(KINDS)), classes=dict,
+            on_sync=lambda kind, ok: syncs.append(ok), on_event=lambda kind, what: None,
+            on_unavailable=lambda kind, error: gone.append((kind, error.status)), stop=threading.Event(),
+        )
+        reflector.start()
+        reflector.join(timeout=5)
+        assert not reflector.is_alive()
+        assert (gone, api.lists, syncs) == ([("podgroups.scheduling.x-k8s.io", status)], 1, [])
+
+
+def test_a_required_kind_refused_keeps_retrying_out_of_sync():
+    api, gone, syncs, stop = Refusing(403), [], [], threading.Event()
+    reflector = Reflector(
+        KINDS["pods"], api=api, store=Store(tuple(KINDS)), classes=dict, on_sync=lambda kind, ok: syncs.append(ok),
+        on_event=lambda kind, what: None, on_unavailable=lambda kind, error: gone.append(kind), stop=stop, max_backoff=0.05,
+    )
+    reflector.start()
+    try:
+        wait_for("a few retries", lambda: api.lists >= 3, timeout=5)
+        assert reflector.is_alive() and gone == [] and set(syncs) == {False}
+    finally:
+        stop.set()
+        reflector.join(timeout=5)

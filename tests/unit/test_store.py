@@ -5,14 +5,15 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extender.live.store import Store
+from extender.live.store import COSCHEDULING_GROUPS, GROUPS, Store
 from extender.state.standings import Standings
 from policy import bounds, prioritize, tenancy
+from policy.gangs import GroupMinimum
 from policy.labels import Selector
 from policy.view import ClusterView
 from tests.builders import node, pdb, pod
 
-KINDS = ("priorityclasses", "nodes", "poddisruptionbudgets", "pods")
+KINDS = ("priorityclasses", "nodes", "poddisruptionbudgets", "pods", *sorted(GROUPS))
 NODES = ["n1", "n2", "n3"]
 APPS = ["a", "b", "c"]
 
@@ -36,6 +37,14 @@ budget_op = st.tuples(
     st.integers(0, 2),
     st.one_of(st.none(), st.tuples(st.sampled_from(APPS), st.integers(0, 2), st.sampled_from(["ns1", "ns2"]))),
 )
+# A group object named after an app: (kind, namespace, app, minimum or None to delete, or "forget":
+# the kind is no longer served). Minimum 0 is a group without a minimum (no record, as translate).
+group_op = st.tuples(
+    st.sampled_from(sorted(GROUPS)),
+    st.sampled_from(["ns1", "ns2"]),
+    st.sampled_from(APPS),
+    st.one_of(st.none(), st.integers(0, 3), st.just("forget")),
+)
 
 
 def record(kind, i, spec):
@@ -45,7 +54,7 @@ def record(kind, i, spec):
         bound, nominated, priority, cpu, app = spec
         return pod(
             f"p{i}", node=bound, nominated=None if bound else nominated, priority=priority, cpu=cpu, ns=pod_ns(i),
-            labels={"app": app}, gang=(app, 2) if app != "c" else None,
+            labels={"app": app}, gang={"a": (app, 2), "b": (app, None)}.get(app),  # b: its group object's minimum
         )
     if kind == "nodes":
         return node(NODES[i], cpu=spec)
@@ -76,13 +85,14 @@ def digest(view: ClusterView) -> dict:
         "budget_members": {k: sorted(p.uid for p in ps) for k, ps in view.budget_members.items() if ps},
         "budget_records": {b.key: b for bs in view.budgets.values() for b in bs},
         "gang_members": {k: sorted(p.uid for p in ps) for k, ps in view.gang_members.items() if ps},
+        "group_minimums": dict(view.group_minimums),
         "gangs": {p.uid: view.gang_of(p) for p in view.pods.values()},
     }
 
 
 @settings(max_examples=150, deadline=None)
 @given(
-    batches=st.lists(st.lists(st.one_of(pod_op, node_op, budget_op), max_size=12), min_size=1, max_size=6),
+    batches=st.lists(st.lists(st.one_of(pod_op, node_op, budget_op, group_op), max_size=12), min_size=1, max_size=6),
     skip=st.integers(0, 3),
 )
 def test_every_published_view_equals_a_full_rebuild(batches, skip):
@@ -93,13 +103,27 @@ def test_every_published_view_equals_a_full_rebuild(batches, skip):
     rv = 1
     last = {kind: "1" for kind in KINDS}
     for batch in batches:
-        for kind, i, spec in batch:
+        for op in batch:
             rv += 1
 
             def apply(kind, k, rec):
                 store.apply(kind, k, rec, str(rv))
                 last[kind] = str(rv)
 
+            if op[0] in GROUPS:
+                kind, ns, app, minimum = op
+                if minimum == "forget":
+                    store.forget(kind)
+                    last.pop(kind, None)
+                    continue
+                rec = group_minimum(kind, ns, app, minimum)
+                if kind not in last:  # forgotten, served again: a fresh list
+                    store.replace(kind, {f"{ns}/{app}": rec} if rec else {}, str(rv))
+                    last[kind] = str(rv)
+                else:
+                    apply(kind, f"{ns}/{app}", rec)
+                continue
+            kind, i, spec = op
             rec = record(kind, i, spec)
             # budgets are keyed namespace/name in the live store
             k = key(kind, i, spec, rec)
@@ -120,6 +144,7 @@ def test_every_published_view_equals_a_full_rebuild(batches, skip):
             pods=store.get("pods").values(),
             budgets=store.get("poddisruptionbudgets").values(),
             priority_classes=store.get("priorityclasses").values(),
+            group_minimums=[m for kind in GROUPS for m in store.get(kind).values()],
         )
         assert digest(view) == digest(full)
         assert versions == last
@@ -130,6 +155,15 @@ def test_every_published_view_equals_a_full_rebuild(batches, skip):
             skip -= 1
             continue
         assert standing(standings.of(view)) == standing(tenancy.assess(RULES, full))
+
+
+def group_minimum(kind: str, ns: str, app: str, minimum: int | None) -> GroupMinimum | None:
+    """The record of a group object: the coscheduling kind's key is the one the builders' gang
+    pods carry ("test ns/app"); the other kinds' keys are their own, as their frameworks' are."""
+    if not minimum:
+        return None
+    key = f"test {ns}/{app}" if kind == COSCHEDULING_GROUPS else f"{kind} {ns}/{app}"
+    return GroupMinimum(key, minimum, f"PodGroup {ns}/{app}")
 
 
 # Queues by namespace and by label, so that pods move between them as they change.
