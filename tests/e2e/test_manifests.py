@@ -125,6 +125,8 @@ def test_manifest_rbac_lets_the_scheduler_hold_its_own_lease_and_reprieve_read_w
             assert can("watch", "", resource, ns=None), resource
         assert can("list", "policy", "poddisruptionbudgets", ns=None)
         assert can("list", "scheduling.k8s.io", "priorityclasses", ns=None)
+        for group in ("scheduling.k8s.io", "scheduling.x-k8s.io", "scheduling.volcano.sh"):  # gang minimums
+            assert can("watch", group, "podgroups", ns=None), group  # RBAC does not ask whether they are served
         assert can("create", "events.k8s.io", "events", ns="default")
         assert not can("get", "", "secrets", ns=None) and not can("delete", "", "nodes", ns=None)
     finally:
