@@ -19,7 +19,8 @@ the group object it names (``GroupMinimum``, read from the cluster by the extend
 | JobSet | label ``jobset.sigs.k8s.io/jobset-name`` | every member |
 
 Unknown or incomplete markings (no minimum anywhere, a count that is not a positive integer)
-mean independent pods, never an error.
+mean independent pods, never an error; so does a minimum of 1 (one member runs alone: Volcano
+makes such a PodGroup for every plain pod it schedules) or a JobSet of one pod.
 """
 
 from __future__ import annotations
@@ -96,21 +97,26 @@ class Gang:
 GangOf = Callable[["Pod"], Gang | None]
 
 
+def key(framework: str, namespace: str, group: str) -> str:
+    """A gang's key: members and their group object must name it alike."""
+    return f"{framework} {namespace}/{group}"
+
+
 def mark(
     *, namespace: str, labels: Mapping[str, str], annotations: Mapping[str, str], pod_group: str | None
 ) -> GangMark | None:
     """The gang a pod belongs to by what it carries (see the module docstring), or None."""
     if pod_group:
-        return GangMark(f"{WORKLOAD} {namespace}/{pod_group}", None, "spec.schedulingGroup.podGroupName")
+        return GangMark(key(WORKLOAD, namespace, pod_group), None, "spec.schedulingGroup.podGroupName")
     if name := labels.get(COSCHEDULING_LABEL):
-        return GangMark(f"{COSCHEDULING} {namespace}/{name}", None, f"label {COSCHEDULING_LABEL}")
+        return GangMark(key(COSCHEDULING, namespace, name), None, f"label {COSCHEDULING_LABEL}")
     if name := annotations.get(VOLCANO_ANNOTATION):
-        return GangMark(f"{VOLCANO} {namespace}/{name}", None, f"annotation {VOLCANO_ANNOTATION}")
+        return GangMark(key(VOLCANO, namespace, name), None, f"annotation {VOLCANO_ANNOTATION}")
     if name := labels.get(KUEUE_LABEL):
         count = _positive(annotations.get(KUEUE_COUNT))
         if count is None:
             return None
-        return GangMark(f"{KUEUE} {namespace}/{name}", count, f"annotation {KUEUE_COUNT}={count}")
+        return GangMark(key(KUEUE, namespace, name), count, f"annotation {KUEUE_COUNT}={count}")
     group = labels.get(LWS_GROUP_KEY)
     if not group and labels.get(LWS_NAME) and labels.get(LWS_GROUP_INDEX):
         group = f"{labels[LWS_NAME]}-{labels[LWS_GROUP_INDEX]}"
@@ -118,14 +124,15 @@ def mark(
         size = _positive(annotations.get(LWS_SIZE))
         if size is None:
             return None
-        return GangMark(f"{LWS} {namespace}/{group}", size, f"annotation {LWS_SIZE}={size}")
+        return GangMark(key(LWS, namespace, group), size, f"annotation {LWS_SIZE}={size}")
     if name := labels.get(JOBSET_LABEL):
-        return GangMark(f"{JOBSET} {namespace}/{name}", None, "JobSet: every pod required", everyone=True)
+        return GangMark(key(JOBSET, namespace, name), None, "JobSet: every pod required", everyone=True)
     return None
 
 
 def _positive(text: str | None) -> int | None:
-    if text is None or not text.isdigit() or len(text) > 9:
+    # ASCII digits only: str.isdigit() is true for "²" (int() refuses it) and "١٢" (read as 12).
+    if text is None or not (text.isascii() and text.isdigit()) or len(text) > 9:
         return None
     value = int(text)
     return value if value > 0 else None
@@ -133,16 +140,17 @@ def _positive(text: str | None) -> int | None:
 
 def gang(mark_: GangMark, members: Sequence["Pod"], groups: Mapping[str, GroupMinimum]) -> Gang | None:
     """``mark_``'s gang given all pods that carry its key (bound, pending or terminating) and
-    the group objects' minimums; None when no minimum is known (independent pods)."""
+    the group objects' minimums; None when no minimum is known or it is 1 (independent pods)."""
     running = sum(1 for p in members if p.node_name is not None and not p.terminating)
     if mark_.everyone:
-        return Gang(mark_.key, sum(1 for p in members if not p.terminating), running, mark_.source)
-    if mark_.minimum is not None:
-        return Gang(mark_.key, mark_.minimum, running, mark_.source)
-    found = groups.get(mark_.key)
-    if found is None:
+        minimum, source = sum(1 for p in members if not p.terminating), mark_.source
+    elif mark_.minimum is not None:
+        minimum, source = mark_.minimum, mark_.source
+    elif (found := groups.get(mark_.key)) is not None:
+        minimum, source = found.minimum, f"{mark_.source}, {found.source}={found.minimum}"
+    else:
         return None
-    return Gang(mark_.key, found.minimum, running, f"{mark_.source}, {found.source}={found.minimum}")
+    return Gang(mark_.key, minimum, running, source) if minimum >= 2 else None
 
 
 @dataclass(frozen=True, slots=True)

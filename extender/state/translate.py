@@ -224,5 +224,7 @@ def _minimum(framework: str, meta: kube.ObjectMeta, field: str, minimum: int | N
     """None for no minimum, or one below 1: the pods are independent, never an error."""
     if minimum is None or minimum < 1:
         return None
-    where = f"{meta.namespace or 'default'}/{meta.name}"
-    return gangs.GroupMinimum(f"{framework} {where}", minimum, f"PodGroup {where} {field}")
+    namespace = meta.namespace or "default"
+    return gangs.GroupMinimum(
+        gangs.key(framework, namespace, meta.name), minimum, f"PodGroup {namespace}/{meta.name} {field}"
+    )

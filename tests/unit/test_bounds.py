@@ -27,7 +27,7 @@ def _pods(running, on: str, *, prefix: str = ""):
     ]
 
 
-GROUPS = [group("g1", 1), group("g2", 2)]
+GROUPS = [group("g1", 2), group("g2", 3)]
 
 
 OPT_OUT = PriorityClass("optout", 0, annotations={tenancy.OPT_OUT_ANNOTATION: "false"})

@@ -78,7 +78,7 @@ running_pods = st.lists(
     ),
     max_size=9,
 )
-gang_minimums = st.tuples(st.integers(1, 4), st.integers(1, 4))
+gang_minimums = st.tuples(st.integers(1, 5), st.integers(1, 5))
 gang_elsewhere = st.tuples(st.integers(0, 2), st.integers(0, 2))
 
 

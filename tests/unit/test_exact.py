@@ -88,7 +88,7 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
         for i, (prio, cpu, mem, qos, start, budgets, flag) in enumerate(running)
     ]
     budgets = [pdb("a", allowed=allowed[0], match={"a": "1"}), pdb("b", allowed=allowed[1], match={"b": "1"})]
-    v = view([node("n1", cpu=20)], pods, budgets, groups=[group("g1", 1 + allowed[1]), group("g2", 1)])
+    v = view([node("n1", cpu=20)], pods, budgets, groups=[group("g1", 2 + allowed[1]), group("g2", 2)])
     live = most_important_first(p for p in pods if not p.terminating)
     leaving = [p for p in pods if p.terminating]
     opted_out = {p.uid for p, (*_, flag) in zip(pods, running) if flag == 1}

@@ -145,16 +145,16 @@ def test_group_minimums(projection, to_minimum, spec, expected):
 @pytest.mark.parametrize(
     "pod, group_object",
     [
-        pytest.param(raw_pod("a", labels={gangs.COSCHEDULING_LABEL: "g"}), group(COSCHEDULING, "g", {"minMember": 1}), id="coscheduling"),
-        pytest.param(raw_pod("a", annotations={gangs.VOLCANO_ANNOTATION: "g"}), group(VOLCANO, "g", {"minMember": 1}), id="volcano"),
-        pytest.param(raw_pod("a", schedulingGroup={"podGroupName": "g"}), group(WORKLOAD, "g", {"schedulingPolicy": {"gang": {"minCount": 1}}}), id="workload"),
+        pytest.param(raw_pod("a", labels={gangs.COSCHEDULING_LABEL: "g"}), group(COSCHEDULING, "g", {"minMember": 2}), id="coscheduling"),
+        pytest.param(raw_pod("a", annotations={gangs.VOLCANO_ANNOTATION: "g"}), group(VOLCANO, "g", {"minMember": 2}), id="volcano"),
+        pytest.param(raw_pod("a", schedulingGroup={"podGroupName": "g"}), group(WORKLOAD, "g", {"schedulingPolicy": {"gang": {"minCount": 2}}}), id="workload"),
     ],
 )
 def test_a_group_object_has_the_key_of_the_pods_that_name_it(pod, group_object):
     view = snapshot.from_documents([pod, group_object])
     member = next(iter(view.pods.values()))
     assert list(view.group_minimums) == [member.gang.key]
-    assert view.gang_of(member).minimum == 1
+    assert view.gang_of(member).minimum == 2
 
 
 def test_example_snapshot_reads_every_group_kind():

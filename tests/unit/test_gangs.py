@@ -34,6 +34,9 @@ NS = "ml"
         pytest.param({gangs.KUEUE_LABEL: "g"}, {gangs.KUEUE_COUNT: "0"}, None, None, id="kueue-count-zero"),
         pytest.param({gangs.KUEUE_LABEL: "g"}, {gangs.KUEUE_COUNT: "-2"}, None, None, id="kueue-count-negative"),
         pytest.param({gangs.KUEUE_LABEL: "g"}, {gangs.KUEUE_COUNT: "1e9"}, None, None, id="kueue-count-not-an-integer"),
+        pytest.param({gangs.KUEUE_LABEL: "g"}, {gangs.KUEUE_COUNT: "²"}, None, None, id="kueue-count-superscript"),
+        pytest.param({gangs.KUEUE_LABEL: "g"}, {gangs.KUEUE_COUNT: "١٢"}, None, None, id="kueue-count-arabic-indic"),
+        pytest.param({gangs.KUEUE_LABEL: "g"}, {gangs.KUEUE_COUNT: "1234567890"}, None, None, id="kueue-count-too-long"),
         pytest.param(
             {gangs.LWS_GROUP_KEY: "abc"}, {gangs.LWS_SIZE: "4"}, None,
             GangMark("leaderworkerset ml/abc", 4, f"annotation {gangs.LWS_SIZE}=4"), id="lws-group-key",
@@ -68,6 +71,8 @@ def test_a_gang_spares_what_it_runs_beyond_its_minimum():
     assert "PodGroup default/g spec.minMember=2" in g.source
     # No group object: no minimum known, independent pods.
     assert view([node("n1")], members).gang_of(members[0]) is None
+    # A minimum of 1 (Volcano's PodGroup of one plain pod): one member runs alone, no gang.
+    assert view([node("n1")], members, groups=[group("g", 1)]).gang_of(members[0]) is None
 
 
 def test_a_jobset_needs_every_member_it_has():
@@ -76,24 +81,26 @@ def test_a_jobset_needs_every_member_it_has():
     members.append(dataclasses.replace(pod("w3"), gang=mark))  # pending: still required
     g = view([node("n1")], members).gang_of(members[0])
     assert (g.running, g.minimum, g.spare) == (3, 4, 0)
+    assert view([node("n1")], members[:1]).gang_of(members[0]) is None  # a JobSet of one pod
 
 
 def test_counting_broken_gangs_skips_terminating_victims_and_spares():
     v = view(
         [node("n1")],
         [
-            a := pod("a", node="n1", gang=("g", 1)),
-            b := pod("b", node="n1", gang=("g", 1)),
+            a := pod("a", node="n1", gang=("g", 2)),
+            b := pod("b", node="n1", gang=("g", 2)),
+            pod("a2", node="n2", gang=("g", 2)),
             c := pod("c", node="n1", gang=("h", 2), terminating=True),
             d := pod("d", node="n1", gang=("h", 2)),
             e := pod("e", node="n1", gang=("h", 2)),
         ],
     )
-    assert gangs.count_broken([a], v.gang_of).count == 0  # g runs 2, needs 1: spares one
+    assert gangs.count_broken([a], v.gang_of).count == 0  # g runs 3, needs 2: spares one
     broken = gangs.count_broken([a, b, c], v.gang_of)
     assert [g.key for g in broken.gangs] == ["test default/g"]
-    assert broken.lost == 2
-    assert "breaks 1 gang(s), 2 running pod(s) lose their work" in broken.describe()
+    assert broken.lost == 3
+    assert "breaks 1 gang(s), 3 running pod(s) lose their work" in broken.describe()
     assert gangs.count_broken([c, d], v.gang_of).count == 1  # h runs 2 (c is leaving), needs 2
 
 
@@ -162,6 +169,6 @@ def test_preempt_offers_the_node_where_no_gang_breaks():
 def test_group_minimums_are_looked_up_by_the_members_key():
     mark = GangMark("coscheduling ml/pg", None, "label")
     p = dataclasses.replace(pod("a", node="n1", ns="ml"), gang=mark)
-    v = view([node("n1")], [p], groups=[GroupMinimum("coscheduling ml/pg", 1, "PodGroup ml/pg spec.minMember")])
-    assert v.gang_of(p).minimum == 1
-    assert view([node("n1")], [p], groups=[GroupMinimum("volcano ml/pg", 1, "x")]).gang_of(p) is None
+    v = view([node("n1")], [p], groups=[GroupMinimum("coscheduling ml/pg", 2, "PodGroup ml/pg spec.minMember")])
+    assert v.gang_of(p).minimum == 2
+    assert view([node("n1")], [p], groups=[GroupMinimum("volcano ml/pg", 2, "x")]).gang_of(p) is None
