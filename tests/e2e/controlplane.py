@@ -25,11 +25,12 @@ from pathlib import Path
 
 import yaml
 
-from tests.e2e.client import Kube
+from tests.e2e.client import Kube, wait_for
 from tests.e2e.kubelet import FakeKubelet
 from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+CRDS = Path(__file__).resolve().parent / "crds"  # installed at start (_crds)
 TOOLCHAIN = ROOT / "tests" / "e2e" / "toolchain" / "build.sh"
 SCHEDULER_CONFIG = ROOT / "manifests" / "scheduler-config.yaml"
 
@@ -78,6 +79,7 @@ class ControlPlane:
             self._etcd()
             self._apiserver()
             self.kube = Kube.from_kubeconfig(str(self.kubeconfig))
+            self._crds()
             self._controller_manager()
             # Its own client: a burst's victims all end at once, each on a timer thread, and
             # the shared client's 8 connections would overflow (urllib3 warns, after the test
@@ -213,6 +215,22 @@ class ControlPlane:
 
     def _apiserver(self) -> None:
         self.start_apiserver()
+
+    def _crds(self) -> None:
+        """The CustomResourceDefinitions of tests/e2e/crds/ (coscheduling's PodGroup), established
+        before reprieve starts, so that it watches them from its first list."""
+        names = []
+        for path in sorted(CRDS.glob("*.yaml")):
+            crd = yaml.safe_load(path.read_text())
+            self.kube.request("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+            names.append(crd["metadata"]["name"])
+
+        def established(name: str) -> bool:
+            crd = self.kube.request("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
+            return any(c["type"] == "Established" and c["status"] == "True" for c in (crd.get("status") or {}).get("conditions") or ())
+
+        for name in names:
+            wait_for(f"CRD {name} established", lambda n=name: established(n), 30)
 
     def _readyz(self) -> bool:
         import ssl
