@@ -80,7 +80,8 @@ def main() -> None:
             if b.key < a.key:
                 won.append(1)
                 step = next(i for i, (x, y) in enumerate(zip(a.key, b.key)) if x != y)
-                criteria[ranking.CRITERIA[step]] = criteria.get(ranking.CRITERIA[step], 0) + 1
+                name = a.layout.criteria[step].name
+                criteria[name] = criteria.get(name, 0) + 1
         p = lambda xs, q: statistics.quantiles(xs, n=100)[q - 1] * 1000  # noqa: E731
         on = ", ".join(f"{name} {count}" for name, count in sorted(criteria.items(), key=lambda kv: -kv[1])) or "-"
         print(

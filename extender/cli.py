@@ -184,9 +184,9 @@ def _check_policy(args: argparse.Namespace) -> int:
     from extender import policy_file
     from extender.commands import check_policy
 
-    rules = policy_file.load(args.policy)
+    policy = policy_file.load(args.policy)
     cluster = _cluster(args)
-    sys.stdout.write(check_policy.report(rules, cluster.view if cluster else None))
+    sys.stdout.write(check_policy.report(policy, cluster.view if cluster else None))
     return 0
 
 
@@ -199,6 +199,7 @@ def _serve(args: argparse.Namespace) -> int:
     from extender.live.cache import LiveCluster
     from extender.metrics import Metrics
     from extender.serving.server import Server
+    from policy import ranking
 
     for flag in ("threads", "header_timeout", "body_timeout", "max_connections", "max_connections_per_client", "max_buffered_bytes"):
         if getattr(args, flag) <= 0:
@@ -238,9 +239,12 @@ def _serve(args: argparse.Namespace) -> int:
     )
     stopping = threading.Event()
     log.info("mode: %s", settings.mode.value)
-    rules = policy_file.load(args.policy) if args.policy else None
+    policy = policy_file.load(args.policy) if args.policy else policy_file.Policy(None)
+    rules, order = policy.rules, policy.order
     if rules is not None:
         log.info("multi-tenant rules from %s: %d queue(s)", args.policy, len(rules.queue_names()))
+    if order != ranking.DEFAULT:
+        log.info("ranking from %s: %s", args.policy, ", ".join(order.names))
     # Read the snapshot or kubeconfig, the TLS files and the addresses first, so that a bad one
     # stops startup with its message; start watching (build) only then.
     if args.kubeconfig or args.in_cluster:
@@ -261,7 +265,7 @@ def _serve(args: argparse.Namespace) -> int:
             if settings.fault_watch_delay:
                 log.warning("fault injected: every watch event is applied %.1fs after it arrives", settings.fault_watch_delay)
             return create_app(
-                settings, cluster=cluster, metrics=metrics, rules=rules, stopping=stopping,
+                settings, cluster=cluster, metrics=metrics, rules=rules, stopping=stopping, order=order,
                 events=_events(settings, api, cluster, metrics),
             )
 
@@ -272,7 +276,7 @@ def _serve(args: argparse.Namespace) -> int:
             log.info("events: none in snapshot mode (no API server to write them to)")
 
         def build():
-            return create_app(settings, cluster=cluster, rules=rules, stopping=stopping)
+            return create_app(settings, cluster=cluster, rules=rules, stopping=stopping, order=order)
 
     else:
         raise ConfigError("serve needs one of --snapshot PATH, --kubeconfig PATH or --in-cluster")
@@ -302,14 +306,15 @@ def _explain(args: argparse.Namespace) -> int:
 
     from extender.commands import explain
 
-    rules = policy_file.load(args.policy) if args.policy else None
+    policy = policy_file.load(args.policy) if args.policy else policy_file.Policy(None)
     report = explain.run(
         cluster=_cluster(args),
         pod=args.pod,
         request=args.request,
         nodes=args.nodes,
         output=args.output,
-        rules=rules,
+        rules=policy.rules,
+        order=policy.order,
         now=time.time(),
     )
     sys.stdout.write(report)

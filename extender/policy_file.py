@@ -1,12 +1,15 @@
-"""The ``--policy`` file: multi-tenant preemption rules, validated once at startup.
+"""The ``--policy`` file: multi-tenant preemption rules and the ranking's order, validated once
+at startup.
 
 Every mistake stops startup with a message naming the key (``queues[2] (prod).guaranteed.cpu:
-...``). See docs/policy.md for the reference and a complete example.
+...``). See docs/policy.md for the reference and a complete example. A file that holds only
+``ranking`` orders the ranking and turns on no multi-tenant rule.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -16,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 
 from extender.state import kube, translate
 from extender.errors import ConfigError
+from policy import ranking
 from policy.tenancy import OPT_OUT_ANNOTATION, OptOut, Preemption, Queue, Rules
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
@@ -85,6 +89,9 @@ class PolicySpec(_Strict):
     protectedNamespaces: list[StrictStr] = ["kube-system"]
     application: ApplicationSpec = ApplicationSpec()
     preemptionDelay: Duration = "0s"
+    # Criterion names (policy.ranking.MOVABLE), most decisive first; those not named follow in
+    # the default order.
+    ranking: list[StrictStr] | None = None
 
     @field_validator("preemptionDelay")
     @classmethod
@@ -93,7 +100,13 @@ class PolicySpec(_Strict):
         return value
 
 
-def load(path: str | Path) -> Rules:
+@dataclass(frozen=True)
+class Policy:
+    rules: Rules | None  # None: the file only orders the ranking
+    order: ranking.Order = ranking.DEFAULT
+
+
+def load(path: str | Path) -> Policy:
     """Read and validate a policy file; ConfigError names the file and the offending key."""
     try:
         text = Path(path).read_bytes()  # YAML decodes it: bad encodings are YAML errors
@@ -106,7 +119,7 @@ def load(path: str | Path) -> Rules:
     return parse(raw if raw is not None else {}, source=str(path))
 
 
-def parse(raw: object, *, source: str = "policy") -> Rules:
+def parse(raw: object, *, source: str = "policy") -> Policy:
     if not isinstance(raw, dict):
         raise ConfigError(f"policy {source}: expected a mapping at the top, not {type(raw).__name__}")
     try:
@@ -114,9 +127,29 @@ def parse(raw: object, *, source: str = "policy") -> Rules:
     except pydantic.ValidationError as exc:
         raise ConfigError(f"policy {source}: {_named(kube.describe_validation(exc), raw)}") from None
     try:
-        return _rules(spec)
+        order = _order(spec.ranking)
+    except ValueError as exc:
+        raise ConfigError(f"policy {source}: ranking{exc}") from None
+    if spec.model_fields_set == {"ranking"}:
+        return Policy(None, order)
+    try:
+        return Policy(_rules(spec), order)
     except ValueError as exc:
         raise ConfigError(f"policy {source}: {exc}") from None
+
+
+def _order(names: list[str] | None) -> ranking.Order:
+    """The criteria named first, in the order given, then the others in the default order."""
+    if names is None:
+        return ranking.DEFAULT
+    movable = {c.name for c in ranking.MOVABLE}
+    for i, name in enumerate(names):
+        if name not in movable:
+            choices = ", ".join(c.name for c in ranking.MOVABLE)
+            raise ValueError(f"[{i}]: {name!r} is not a criterion a policy may order; one of: {choices}")
+        if name in names[:i]:
+            raise ValueError(f"[{i}]: {name!r} is named twice")
+    return ranking.Order.named([*names, *(c.name for c in ranking.MOVABLE if c.name not in names)])
 
 
 def _named(message: str, raw: dict) -> str:

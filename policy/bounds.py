@@ -42,8 +42,9 @@ from policy.view import BUDGETS, REQUEST, ClusterView, NodeInfo
 NO_ROOM: tuple = (math.inf,)
 _NOTHING = (0, 0)  # the room of a resource neither the node nor its pods name
 # Room without any live victim: nothing to pay (and, where pods are terminating, perhaps no
-# need to preempt at all: policy.preempt always solves such a node).
-FREE = ranking.floor(violations=0, top=-math.inf, guaranteed=0, burstable=0, victims=0, lowest=0, start=-math.inf)
+# need to preempt at all: policy.preempt always solves such a node). In CANONICAL's order, like
+# every floor a summary keeps; Floors returns them in the ranking's order.
+FREE = ranking.DEFAULT.floor(violations=0, top=-math.inf, guaranteed=0, burstable=0, victims=0, lowest=0, start=-math.inf)
 
 
 class Level(NamedTuple):
@@ -137,10 +138,13 @@ def _running(values: list[int]) -> tuple[int, ...]:
 
 class Floors:
     """``floor`` for many nodes of one view and one preemptor: what depends only on the
-    preemptor (its summary table, the resources it needs) is looked up once per request."""
+    preemptor (its summary table, the resources it needs) is looked up once per request.
+    Floors are in ``order`` (policy.ranking), FREE as ``free``."""
 
-    def __init__(self, view: ClusterView, preemptor: Pod) -> None:
+    def __init__(self, view: ClusterView, preemptor: Pod, order: ranking.Order = ranking.DEFAULT) -> None:
         priority = preemptor.priority
+        self._order = order
+        self.free = order.arrange(FREE)
         self._below = _below_table(view, priority)
         self._view = view
         self._priority = priority
@@ -158,10 +162,14 @@ class Floors:
         node of the view, or (``kept_with_view=False``) one built for this request, whose
         summary is then computed afresh."""
         if not kept_with_view:
-            return self._floor(_summarise(self._view, info, self._priority), reservations)
-        if not reservations:
-            return self._plain(info.name)
-        return self._floor(self._below(info.name), reservations)
+            found = self._floor(_summarise(self._view, info, self._priority), reservations)
+        elif not reservations:
+            found = self._plain(info.name)
+        else:
+            found = self._floor(self._below(info.name), reservations)
+        if found is NO_ROOM:
+            return found
+        return self.free if found is FREE else self._order.arrange(found)
 
     def _floor(self, summary: Below, reservations: Sequence[Pod]) -> tuple:
         held = resources.add(*(p.requests for p in reservations)) if reservations else resources.EMPTY
@@ -187,7 +195,7 @@ class Floors:
             level = max(level, bisect_left(summary.level_sums[r], amount))
         top = summary.levels[level]
         at_top = max(1, victims - top.under)  # victims at the top priority, if it is the bound's
-        return ranking.floor(
+        return ranking.DEFAULT.floor(
             violations=violations,
             top=top.priority,
             guaranteed=max(0, victims - summary.not_guaranteed),
@@ -198,6 +206,8 @@ class Floors:
         )
 
 
-def floor(view: ClusterView, info: NodeInfo, preemptor: Pod, reservations: Sequence[Pod]) -> tuple:
-    """Floors(view, preemptor)(info, reservations), for one node."""
-    return Floors(view, preemptor)(info, reservations)
+def floor(
+    view: ClusterView, info: NodeInfo, preemptor: Pod, reservations: Sequence[Pod], order: ranking.Order = ranking.DEFAULT
+) -> tuple:
+    """Floors(view, preemptor, order)(info, reservations), for one node."""
+    return Floors(view, preemptor, order)(info, reservations)

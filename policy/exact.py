@@ -66,13 +66,14 @@ def cheapest(
     opted_out: set[str],
     beat: tuple,
     gang_of: gangs.GangOf | None = None,
+    order: ranking.Order = ranking.DEFAULT,
 ) -> Found | None:
     """The cheapest set of ``live`` victims (with every ``leaving`` pod named) after which the
     rest fit in ``room``, if it costs strictly less than ``beat``; else None.
 
     ``live`` is most important first (policy.importance); ``opted_out`` are the UIDs of
     pods whose eviction counts as a last resort (ranking's first criterion); ``gang_of``
-    the victims' gangs (policy.gangs)."""
+    the victims' gangs (policy.gangs); ``order`` the ranking's (``beat`` is in it)."""
     budget_sets = [_spent(p, budgets_of) for p in live]
     overlapping = any(len(b) > 1 for b in budget_sets)
     classes = _classes(live, budget_sets, checked, opted_out, budgets_of, gang_of, alike=not overlapping)
@@ -90,7 +91,7 @@ def cheapest(
         victims = tuple(sorted((*leaving, *evicted), key=importance))
         violations = count_violations(victims, budgets_of)
         broken = gangs.count_broken(evicted, gang_of).count
-        key = ranking.cost(victims, violations, sum(p.uid in opted_out for p in evicted), broken).key
+        key = order.cost(victims, violations, sum(p.uid in opted_out for p in evicted), broken).key
         if key < best[0]:
             best[0], best[1] = key, Found(victims, violations, key)
 
@@ -106,7 +107,7 @@ def cheapest(
             if any(a < 0 for a in after):
                 continue  # more of this class must go
             more = bound.evict(c, c.pods[kept:], evicted, budgets_of if overlapping else None) if j else bound
-            low = more.low
+            low = order.arrange_prefix(more.low)
             if low > best[0][: len(low)]:
                 break  # more victims of this class only cost more
             if low == best[0][: len(low)] and not fits(i + 1, after):
@@ -128,6 +129,7 @@ def improve(
     victims: Sequence[Pod],
     key: tuple,
     gang_of: gangs.GangOf | None = None,
+    order: ranking.Order = ranking.DEFAULT,
 ) -> Found | None:
     """One pass of single swaps from ``victims`` (live ones of a greedy result, cost ``key``):
     for each victim, most important first, try to keep it, making room by evicting the least
@@ -171,7 +173,7 @@ def improve(
         chosen = tuple(sorted((*leaving, *(p for p in live if p.uid in candidate)), key=importance))
         violations = count_violations(chosen, budgets_of)
         broken = gangs.count_broken(chosen, gang_of).count
-        found_key = ranking.cost(chosen, violations, len(candidate & opted_out), broken).key
+        found_key = order.cost(chosen, violations, len(candidate & opted_out), broken).key
         if found_key < (best.key if best else key):
             best = Found(chosen, violations, found_key)
             current, kept_use = candidate, used
@@ -180,8 +182,8 @@ def improve(
 
 @dataclass(frozen=True, slots=True)
 class _Bound:
-    """Ranking's key but its last criterion for the victims chosen so far (the start of the
-    most important victims is known only for a whole set)."""
+    """Ranking's key but its last criterion for the victims chosen so far, in CANONICAL's
+    order (the start of the most important victims is known only for a whole set)."""
 
     low: tuple
     covered: tuple[tuple[str, int], ...]  # budget key -> victims it covers so far

@@ -78,6 +78,7 @@ def decide(
     in_flight: Sequence[InFlight] = (),
     now: float | None = None,
     exhaustive: bool = False,
+    order: ranking.Order = ranking.DEFAULT,
 ) -> PreemptDecision:
     """Re-derive victims on each candidate node, drop hopeless nodes, offer the cheapest one.
 
@@ -100,7 +101,8 @@ def decide(
     With ``rules`` (policy.tenancy), victims are chosen only among the pods the rules allow,
     and a preemptor still inside its preemption delay (measured against ``now``, seconds
     since the epoch) may not preempt yet. ``standing`` is ``tenancy.assess(rules, view)``,
-    passed in when the caller keeps it for many decisions over the same view.
+    passed in when the caller keeps it for many decisions over the same view. ``order`` ranks
+    victim sets and nodes (policy.ranking; a policy file may reorder it).
     """
     # Not its own earlier answer, nor one for an earlier pod of its name: the API server holds
     # one pod per name, so that one was deleted (policy.view.ClusterView.reservations).
@@ -122,7 +124,7 @@ def decide(
         return PreemptDecision(answer={}, outcomes=(), reasons=(why,), refusal=refusal)
 
     def evaluate(name: str, swap: bool = False) -> NodeOutcome:
-        outcome = _evaluate(view, preemptor, name, proposals[name], screen, in_flight, now, swap)
+        outcome = _evaluate(view, preemptor, name, proposals[name], screen, in_flight, now, swap, order)
         if screen is not None and outcome.verdict is Verdict.PASSED_THROUGH and not outcome.kept_scheduler_victims:
             # The rules cannot be checked on victims reprieve does not know: not offered.
             outcome = dataclasses.replace(
@@ -130,7 +132,7 @@ def decide(
             )
         return outcome
 
-    outcomes, beaten = _judge(view, preemptor, proposals, in_flight, evaluate, exhaustive)
+    outcomes, beaten = _judge(view, preemptor, proposals, in_flight, evaluate, exhaustive, order)
     _swap_on_offered(outcomes, evaluate)
     if beaten:
         winner = min((o for o in outcomes.values() if o.cost is not None), key=lambda o: (o.cost.key, o.node))
@@ -163,6 +165,7 @@ def _judge(
     in_flight: Sequence[InFlight],
     evaluate: Callable[[str], NodeOutcome],
     exhaustive: bool,
+    order: ranking.Order,
 ) -> tuple[dict[str, NodeOutcome], list[tuple[tuple, str]]]:
     """The outcomes of the candidates solved, by name, and (floor, name) of those left
     unsolved. Nodes with a cheap lower bound on their cost (policy.bounds) are solved
@@ -173,7 +176,8 @@ def _judge(
     exact ties of it may be left unsolved (on identical nodes, all of them)."""
     floors: list[tuple[tuple, str]] = []
     solved: dict[str, NodeOutcome] = {}
-    floor_of = None if exhaustive else _floors(view, preemptor, in_flight)
+    floors_of = bounds.Floors(view, preemptor, order)
+    floor_of = None if exhaustive else _floors(view, preemptor, in_flight, floors_of)
     for name in proposals:
         floor = None if floor_of is None else floor_of(name, proposals[name])
         if floor is None or floor is bounds.NO_ROOM:
@@ -185,7 +189,7 @@ def _judge(
     for i, (floor, name) in enumerate(floors):
         # A node that needs no live victim may be one where the pod only waits for pods
         # already terminating (Cause.LEAVING), which overrides every cost: always solved.
-        if best is not None and (floor, name) > best and floor is not bounds.FREE:
+        if best is not None and (floor, name) > best and floor is not floors_of.free:
             return solved, floors[i:]
         outcome = solved[name] = evaluate(name)
         if outcome.cost is not None and (best is None or (outcome.cost.key, name) < best):
@@ -212,13 +216,12 @@ def _swap_on_offered(outcomes: dict[str, NodeOutcome], evaluate: Callable[..., N
 
 
 def _floors(
-    view: ClusterView, preemptor: Pod, in_flight: Sequence[InFlight]
+    view: ClusterView, preemptor: Pod, in_flight: Sequence[InFlight], floor: bounds.Floors
 ) -> Callable[[str, Proposal], tuple | None]:
     """(node name, proposal) -> policy.bounds' floor for a node _evaluate would run
     select_victims on, as the view shows it or as answers in flight will leave it
     (_as_it_will_be), else None (unknown, or kept scheduler victims). Built once per request:
     500 candidates each ask."""
-    floor = bounds.Floors(view, preemptor)
     changed = {f.node for f in in_flight if _holds_against(f, preemptor)}
     blockers = view.summary(("anti-affinity",), _anti_affinity)  # _unmodelled
     nodes, pods, nominated = view.nodes, view.pods, view.nominated
@@ -246,39 +249,46 @@ def _unsolved(winner: NodeOutcome) -> Callable[[str, tuple], NodeOutcome]:
     ``winner``'s victims, or as much, and ``winner``'s name sorts first. Up to 500 per request,
     their bounds alike on this criterion: each reason is written once."""
     written: dict[tuple, str] = {}
+    victims = winner.cost.layout.position(ranking.VICTIMS)
 
     def outcome(name: str, floor: tuple) -> NodeOutcome:
         step = next((i for i, (a, b) in enumerate(zip(floor, winner.cost.key)) if a != b), None)
-        here = None if step is None else floor[step : step + 2]  # the sum shows with the count after it
+        # The text shows the floor on this criterion (and the number of victims with their sum).
+        here = None if step is None else (floor[step], floor[victims])
         reason = written.get((step, here))
         if reason is None:
             if step is None:
                 why = f"at best ties with {winner.node}, which sorts first"
             else:
-                why = f"{ranking.CRITERIA[step]} {_bound_text(floor, step)} here vs {_winner_text(winner.cost, step)}"
+                layout = winner.cost.layout
+                why = (
+                    f"{layout.criteria[step].name} {_bound_text(floor, step, layout)} here vs "
+                    f"{_winner_text(winner.cost, step)}"
+                )
             reason = written[(step, here)] = f"not solved: cannot beat {winner.node}: {why}"
         return NodeOutcome(name, Verdict.OUTRANKED, Cause.NOT_SOLVED, reasons=(reason,))
 
     return outcome
 
 
-def _bound_text(floor: tuple, step: int) -> str:
+def _bound_text(floor: tuple, step: int, layout: ranking.Layout) -> str:
     """What a floor (policy.bounds) says of a node on one criterion, in words that stay true
     whatever the node's victims: a floor on the shifted sum of priorities is a number of
     victims and the lowest priority they can have (with negative priorities more victims make
     a smaller plain sum), and one on the start criterion bounds the start from above."""
-    if step == ranking.Cost.start_step:
+    criterion = layout.criteria[step]
+    if criterion is ranking.START:
         return f"no later than {-floor[step]:.0f}s since the epoch"
-    if step == ranking.Cost.sum_step:
-        count = floor[ranking.Cost.count_step]
+    if criterion is ranking.PRIORITY_SUM:
+        count = floor[layout.position(ranking.VICTIMS)]
         lowest = floor[step] // count - ranking.SHIFT
         return f"from at least {count} victim(s), each of priority {lowest} or more,"
-    return f"at least {ranking.Cost(floor)._show(step)}"
+    return f"at least {ranking.Cost(floor, layout)._show(step)}"
 
 
 def _winner_text(cost: ranking.Cost, step: int) -> str:
-    if step == ranking.Cost.sum_step:
-        return f"{cost.key[ranking.Cost.count_step]} victim(s) summing to {cost._show(step)}"
+    if cost.layout.criteria[step] is ranking.PRIORITY_SUM:
+        return f"{cost.value(ranking.VICTIMS)} victim(s) summing to {cost._show(step)}"
     return cost._show(step)
 
 
@@ -402,6 +412,7 @@ def _evaluate(
     in_flight: Sequence[InFlight],
     now: float | None,
     swap: bool,
+    order: ranking.Order,
 ) -> NodeOutcome:
     node = view.nodes.get(name)
     if node is None:
@@ -447,7 +458,7 @@ def _evaluate(
         taken = sorted(p.key for p in proposed if p.uid in promised)
         if taken:
             return _already_promised(name, taken)
-        return _keep_scheduler_victims(name, proposed, view, screen, Cause.UNMODELLED, unmodelled)
+        return _keep_scheduler_victims(name, proposed, view, screen, order, Cause.UNMODELLED, unmodelled)
 
     here = _records_here(view, node, preemptor, in_flight, proposed)
     node, reservations, promised, set_aside = here
@@ -461,7 +472,7 @@ def _evaluate(
     def select(at_least: Vector | None) -> VictimSelection | NodeRejected:
         return select_victims(
             node=node, preemptor=preemptor, reservations=reservations, budgets_of=budgets, screen=screen,
-            nameable=nameable, at_least=at_least, swap=swap, gang_of=view.gang_of,
+            nameable=nameable, at_least=at_least, swap=swap, gang_of=view.gang_of, order=order,
         )
 
     selection = select(at_least)
@@ -476,7 +487,9 @@ def _evaluate(
         selection = select(at_least)
     if isinstance(selection, NodeRejected):
         if selection.cause is Cause.DOES_NOT_FIT:
-            return _no_room_here(name, selection, node, preemptor, reservations, as_proposed, proposed, promised, view, screen)
+            return _no_room_here(
+                name, selection, node, preemptor, reservations, as_proposed, proposed, promised, view, screen, order
+            )
         return NodeOutcome(name, Verdict.DROPPED, selection.cause, reasons=(selection.reason,))
     if not selection.victims and not as_proposed:
         # kube-scheduler 1.38 proposes nodes its own filters pass, with no victims, when an
@@ -495,7 +508,7 @@ def _evaluate(
             # deleted, and waiting would then be for nothing. The scheduler's victims are kept
             # (naming again one already going costs nothing).
             why = f"fits once {_keys(staying)} go for an earlier answer, which the view does not show yet"
-            return _keep_scheduler_victims(name, as_proposed, view, screen, Cause.IN_FLIGHT, why)
+            return _keep_scheduler_victims(name, as_proposed, view, screen, order, Cause.IN_FLIGHT, why)
         return NodeOutcome(
             name, Verdict.DROPPED, Cause.LEAVING, reasons=("fits once the pods terminating here are gone",)
         )
@@ -515,7 +528,7 @@ def _evaluate(
         cause,
         victims=selection.victims,
         violations=selection.violations,
-        cost=ranking.cost(selection.victims, selection.violations, selection.opted_out, selection.broken.count),
+        cost=order.cost(selection.victims, selection.violations, selection.opted_out, selection.broken.count),
         reasons=reasons,
     )
 
@@ -531,6 +544,7 @@ def _no_room_here(
     promised: set[str],
     view: ClusterView,
     screen: tenancy.Screen | None,
+    order: ranking.Order,
 ) -> NodeOutcome:
     """A proposed node where reprieve finds no room even with every lower-priority pod gone.
 
@@ -550,7 +564,7 @@ def _no_room_here(
     if taken:
         return _already_promised(name, taken)
     why = f"the scheduler's view of the node is newer than reprieve's, whose own finding was: {rejected.reason}"
-    kept = _keep_scheduler_victims(name, as_proposed, view, screen, Cause.SCHEDULER_NEWER, why)
+    kept = _keep_scheduler_victims(name, as_proposed, view, screen, order, Cause.SCHEDULER_NEWER, why)
     if kept.verdict is Verdict.DROPPED:
         return kept
     # Not ranked with the nodes reprieve could judge: offered only if none of them can be.
@@ -756,7 +770,13 @@ def _anti_affinity(node: NodeInfo, _: tuple) -> tuple[str, ...]:
 
 
 def _keep_scheduler_victims(
-    name: str, victims: list[Pod], view: ClusterView, screen: tenancy.Screen | None, cause: Cause, why: str
+    name: str,
+    victims: list[Pod],
+    view: ClusterView,
+    screen: tenancy.Screen | None,
+    order: ranking.Order,
+    cause: Cause,
+    why: str,
 ) -> NodeOutcome:
     """The scheduler's victims, unless the rules protect one of them: reprieve cannot choose
     others here, so the node is dropped."""
@@ -780,7 +800,7 @@ def _keep_scheduler_victims(
         cause,
         victims=tuple(victims),
         violations=violations,
-        cost=ranking.cost(victims, violations, opted_out, broken.count),
+        cost=order.cost(victims, violations, opted_out, broken.count),
         kept_scheduler_victims=True,
         reasons=(
             f"kept the scheduler's victims: {why}", violations.describe(),

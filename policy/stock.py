@@ -33,13 +33,11 @@ from policy.view import ClusterView, NodeInfo
 
 _SHIFT = 2**31  # upstream adds MaxInt32+1 to each priority so that negative ones sum sensibly
 
-CRITERIA = (
-    "PDB violations",
-    "highest victim priority",
-    "sum of victim priorities",
-    "victims",
-    "start of the most important victims (later is better)",
+# pickOneNodeForPreemption's criteria, in its order (reprieve's own: policy.ranking).
+UPSTREAM = ranking.Layout(
+    (ranking.PDB_VIOLATIONS, ranking.TOP_PRIORITY, ranking.PRIORITY_SUM, ranking.VICTIMS, ranking.START)
 )
+CRITERIA = UPSTREAM.names
 
 
 def shortfall(*, view: ClusterView, pod: Pod, node: NodeInfo) -> dict[str, int]:
@@ -157,10 +155,7 @@ class Cost(ranking.Cost):
     own key grows with its QoS criteria and its policy).
     """
 
-    criteria: ClassVar[tuple[str, ...]] = CRITERIA
-    sum_step: ClassVar[int] = 2
-    count_step: ClassVar[int] = 3
-    start_step: ClassVar[int] = 4
+    default_layout: ClassVar[ranking.Layout] = UPSTREAM
     unknown_start: ClassVar[str] = "unknown (now)"
 
     def describe(self) -> str:

@@ -48,6 +48,7 @@ def select_victims(
     at_least: Vector | None = None,
     swap: bool = True,
     gang_of: gangs.GangOf | None = None,
+    order: ranking.Order = ranking.DEFAULT,
 ) -> VictimSelection | NodeRejected:
     """The victims reprieve would evict on ``node`` so that ``preemptor`` fits.
 
@@ -63,7 +64,8 @@ def select_victims(
        leaving anyway and cost nothing to name. A BestEffort pod requests no cpu or memory,
        so it is only ever a victim when the node's pod-count limit is what blocks.
     4. The victims are the pods not reprieved, most important first, with the exact count of
-       PodDisruptionBudget violations and the gangs broken for that set.
+       PodDisruptionBudget violations and the gangs broken for that set. "Cheapest" is by
+       ``order`` (policy.ranking) throughout.
 
     With rules, pods whose PriorityClass opts out softly are left out of a first attempt and
     only become victims (reprieved before everyone else) if the preemptor cannot fit without
@@ -112,7 +114,7 @@ def select_victims(
     for pool, spare_first in attempts:
         result = _attempt(
             node, preemptor, pool, reservations, budgets_of, screen, spare_first, protected, nameable, at_least, swap,
-            gang_of,
+            gang_of, order,
         )
         if isinstance(result, VictimSelection):
             break
@@ -137,6 +139,7 @@ def _attempt(
     at_least: Vector | None,
     swap: bool,
     gang_of: gangs.GangOf | None,
+    order: ranking.Order,
 ) -> VictimSelection | NodeRejected:
     alloc = node.node.allocatable
     request = preemptor.requests
@@ -174,7 +177,7 @@ def _attempt(
     within_shares = (lambda victims: not screen.shortfalls(victims)) if screen is not None else None
     victims, violations, reprieved, shielded, searched = _best_reprieve(
         room, checked, live, leaving, _orders(live, terminating, budgets_of, gang_of, first, checked), budgets_of,
-        at_least, first, swap, within_shares, gang_of,
+        at_least, first, swap, within_shares, gang_of, order,
     )
     # Law 2 over the whole set: if the reprieve takes too much from some queue, choose again,
     # least important first, skipping pods whose queue could not afford them.
@@ -288,9 +291,11 @@ def _sizes(live: Sequence[Pod], checked: Sequence[str]) -> dict[str, float]:
     return {p.uid: max((p.requests.get(r, 0) / totals[r] for r in checked), default=0.0) for p in live}
 
 
-def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least, first, swap, within_shares, gang_of):
-    """Reprieve in each order and keep the cheapest result by policy.ranking's key (ties:
-    the earlier order); then look for a cheaper set (policy.exact): every set when the node
+def _best_reprieve(
+    room, checked, live, leaving, greedy, budgets_of, at_least, first, swap, within_shares, gang_of, order
+):
+    """Reprieve in each ``greedy`` order and keep the cheapest result by the ranking's ``order``
+    (ties: the earlier greedy order); then look for a cheaper set (policy.exact): every set when the node
     has few candidates, single swaps when it has many (and ``swap``). Terminating victims are
     named only if in ``leaving``; a result that names less than ``at_least`` is not taken, and
     a searched set the rules refuse (``within_shares``, law 2) does not replace a greedy one
@@ -299,7 +304,7 @@ def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least, f
     named = {p.uid for p in leaving}
     best = None
     tried = set()
-    for key_of, shield, pool in orders:
+    for key_of, shield, pool in greedy:
         victims, reprieved = _reprieve(room, checked, pool, () if pool is not live else leaving, key_of)
         victims = most_important_first(p for p in victims if not p.terminating or p.uid in named)
         if pool is not live:
@@ -316,12 +321,13 @@ def _best_reprieve(room, checked, live, leaving, orders, budgets_of, at_least, f
         tried.add(found)
         violations = count_violations(victims, budgets_of)
         broken = gangs.count_broken(victims, gang_of).count
-        key = ranking.cost(victims, violations, sum(p.uid in first for p in victims), broken).key
+        key = order.cost(victims, violations, sum(p.uid in first for p in victims), broken).key
         if best is None or key < best[0]:
             best = (key, victims, violations, reprieved, shield)
     key, victims, violations, reprieved, shield = best
     common = dict(
-        room=room, checked=checked, live=live, leaving=leaving, budgets_of=budgets_of, opted_out=first, gang_of=gang_of
+        room=room, checked=checked, live=live, leaving=leaving, budgets_of=budgets_of, opted_out=first, gang_of=gang_of,
+        order=order,
     )
     if len(live) <= exact.EXACT_LIMIT:
         better, how = exact.cheapest(**common, beat=key), "no greedy order was cheapest: the cheapest of every set"

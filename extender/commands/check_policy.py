@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+from extender.policy_file import Policy
 from policy import resources
 from policy.tenancy import Preemption, Rules, Standing, assess
 from policy.view import ClusterView
 
 
-def report(rules: Rules, view: ClusterView | None) -> str:
-    """One block per queue, parents before children: configuration, then (with a cluster)
-    usage, deserved share, the share preemption defends, and who may preempt whom."""
+def report(policy: Policy, view: ClusterView | None) -> str:
+    """The ranking's order; then one block per queue, parents before children: configuration,
+    then (with a cluster) usage, deserved share, the share preemption defends, and who may
+    preempt whom."""
+    ranked = f"ranking: {', '.join(policy.order.names)}"
+    rules = policy.rules
+    if rules is None:
+        return f"policy valid: the ranking's order only, no multi-tenant rules\n{ranked}\n"
     standing = assess(rules, view) if view is not None else None
     lines = [
         f"policy valid: {len(rules.queue_names())} queue(s), default queue {rules.default_queue}",
+        ranked,
         f"protected namespaces: {', '.join(sorted(rules.protected_namespaces)) or 'none'}",
         f"opt-out: PriorityClass annotation {rules.opt_out_annotation}=\"false\" ({rules.opt_out.value})",
         f"same application: {_application(rules)}",

@@ -24,6 +24,7 @@ from extender.commands.cluster import Cluster
 from extender.state import kube, translate
 from extender.errors import BadRequest, ConfigError
 from extender.commands.explain_report import args_report, preemption_report
+from policy import ranking
 from policy.model import Pod
 from policy.preempt import Proposal
 from policy.tenancy import Rules
@@ -39,19 +40,23 @@ def run(
     output: str = "table",
     rules: Rules | None = None,
     now: float | None = None,
+    order: ranking.Order = ranking.DEFAULT,
 ) -> str:
     """The report for ``reprieve explain``, rendered; bad input raises a ReprieveError.
-    ``now`` (seconds since the epoch) is when the preemption delay of ``rules`` is judged."""
+    ``now`` (seconds since the epoch) is when the preemption delay of ``rules`` is judged;
+    ``order`` the ranking's (a policy file's)."""
     view, where = cluster.view, cluster.noun()
     source = {"snapshot": cluster.snapshot, "cluster": cluster.live, "pod": pod, "request": request, "nodes": None}
     if request is not None:
         if nodes is not None:
             raise ConfigError("--nodes goes with --pod; a request names its own nodes")
-        report = _from_request(view, where, Path(request), source, rules, now)
+        report = _from_request(view, where, Path(request), source, rules, now, order)
     else:
         names = _node_names(view, where, nodes)
         source["nodes"] = names if nodes is not None else None
-        report = preemption_report(view=view, preemptor=load_pod(view, where, pod), node_names=names, rules=rules, now=now)
+        report = preemption_report(
+            view=view, preemptor=load_pod(view, where, pod), node_names=names, rules=rules, now=now, order=order
+        )
         report["input"] = source
     if output == "json":
         return as_json(report).decode() + "\n"
@@ -115,7 +120,9 @@ def _preemptor(view: ClusterView, where: str, parsed: kube.Pod, what: str) -> Po
     return translate.pod_record(parsed, view.priority_classes, shared=False)
 
 
-def _from_request(view: ClusterView, where: str, path: Path, source: dict, rules: Rules | None, now: float | None) -> dict:
+def _from_request(
+    view: ClusterView, where: str, path: Path, source: dict, rules: Rules | None, now: float | None, order: ranking.Order
+) -> dict:
     try:
         body = path.read_bytes()
     except OSError as exc:
@@ -133,7 +140,7 @@ def _from_request(view: ClusterView, where: str, path: Path, source: dict, rules
     preemptor = _preemptor(view, where, args.pod, f"--request {path}: Pod")
     if preempt:
         proposals = {n: Proposal(uids, count) for n, (uids, count) in args.proposals().items()}
-        report = preemption_report(view=view, preemptor=preemptor, proposals=proposals, rules=rules, now=now)
+        report = preemption_report(view=view, preemptor=preemptor, proposals=proposals, rules=rules, now=now, order=order)
     else:
         try:
             names = args.candidate_names()

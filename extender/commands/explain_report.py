@@ -32,6 +32,7 @@ def preemption_report(
     proposals: Mapping[str, Proposal] | None = None,
     rules: Rules | None = None,
     now: float | None = None,
+    order: ranking.Order = ranking.DEFAULT,
 ) -> dict:
     """Stock and reprieve preemption side by side.
 
@@ -49,7 +50,9 @@ def preemption_report(
         fits, refusal, dry_run = None, "", {}
     # The one call into reprieve's policy, as the preempt verb makes it but with every node
     # solved (exhaustive), so that each shows its own victims and cost.
-    decision = decide(view=view, preemptor=preemptor, proposals=proposals, rules=rules, now=now, exhaustive=True)
+    decision = decide(
+        view=view, preemptor=preemptor, proposals=proposals, rules=rules, now=now, exhaustive=True, order=order
+    )
 
     outcomes = {o.node: o for o in decision.outcomes}
     both = _Both(
@@ -166,7 +169,7 @@ def _stock_side(both: _Both, name: str) -> dict:
         side["status"] = "candidate"
         side["victims"] = _victims(both.view, proposal.uids)
         side["pdb_violations"] = proposal.num_pdb_violations
-        side["cost"] = _cost(pick.costs[name].key, stock.CRITERIA) if name in pick.costs else None
+        side["cost"] = _cost(pick.costs[name]) if name in pick.costs else None
         side["reasons"] = [*(dry.reasons if dry else ()), *([pick.reasons[name]] if name in pick.reasons else [])]
         if name not in pick.ranks:
             side["reasons"].append("not ranked: a victim is not in the snapshot")
@@ -194,28 +197,16 @@ def _reprieve_side(both: _Both, name: str) -> dict:
         "violated_budgets": list(outcome.violations.budgets),
         "kept_scheduler_victims": outcome.kept_scheduler_victims,
         "rank": (1 + sum(c.key < cost.key for c in both.costs.values())) if cost else None,
-        "cost": _cost(cost.key, ranking.CRITERIA) if cost else None,
+        "cost": _cost(cost) if cost else None,
         "offered": outcome.verdict in (Verdict.CHOSEN, Verdict.PASSED_THROUGH),
         "chosen": name in both.final.tied,
         "reasons": [_readable(r) for r in outcome.reasons],
     }
 
 
-# Ranking criteria (policy.ranking.CRITERIA, policy.stock.CRITERIA) -> JSON field names.
-_COST_FIELDS = {
-    "PDB violations": "pdb_violations",
-    "highest victim priority": "highest_priority",
-    "Guaranteed victims": "guaranteed",
-    "Burstable victims": "burstable",
-    "sum of victim priorities": "priority_sum",
-    "victims": "victims",
-    "start of the most important victims (later is better)": "top_victims_start",
-}
-
-
-def _cost(key: tuple, criteria: Sequence[str]) -> dict:
-    """A ranking key by name; a criterion not listed above gets its name in snake_case."""
-    shown = {_COST_FIELDS.get(c, re.sub(r"\W+", "_", c).strip("_").lower()): v for c, v in zip(criteria, key)}
+def _cost(cost: ranking.Cost) -> dict:
+    """A ranking key by its criteria's JSON names (policy.ranking.Criterion.field), in its order."""
+    shown = {c.field: v for c, v in zip(cost.layout.criteria, cost.key)}
     shown["priority_sum"] -= shown["victims"] * 2**31  # the plain sum; compared shifted per victim
     shown["top_victims_start"] = _time(-shown["top_victims_start"])
     if shown["highest_priority"] == -float("inf"):  # every victim terminating

@@ -22,6 +22,7 @@ from extender.serving.verbs import Context
 from extender.serving.verbs import filter as filter_verb
 from extender.serving.verbs import preempt as preempt_verb
 from extender.serving.verbs import prioritize as prioritize_verb
+from policy import ranking
 from policy.tenancy import Rules
 
 JSON = "application/json"
@@ -42,8 +43,9 @@ def create_app(
     rules: Rules | None = None,
     events: Witness | None = None,
     stopping: threading.Event | None = None,
+    order: ranking.Order = ranking.DEFAULT,
 ) -> Flask:
-    """``events`` (extender.events) records Kubernetes Events about its preemptions; ``stopping``
+    """``rules`` and ``order``: the --policy file's (extender.policy_file). ``events`` (extender.events) records Kubernetes Events about its preemptions; ``stopping``
     is set when the server begins to shut down: from then on /readyz fails."""
     app = Flask("reprieve")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
@@ -65,7 +67,7 @@ def create_app(
             started = time.perf_counter()
             code = 200
             try:
-                return code, handler(body, Context(cluster.view(), metrics, log, standings, ledger, settings.mode, started, events))
+                return code, handler(body, Context(cluster.view(), metrics, log, standings, ledger, settings.mode, started, events, order))
             except (BadRequest, Unanswerable) as exc:
                 code = exc.status
                 return code, wire.error_body(f"{verb}: {exc}")

@@ -39,11 +39,28 @@ def victims(answer: dict, view) -> dict[str, list[str]]:
 )
 def test_preempt_follows_the_policy(policy, expected):
     view = snapshot.load(EXAMPLES / "cluster.yaml")
-    rules = policy_file.load(EXAMPLES / policy) if policy else None
+    rules = policy_file.load(EXAMPLES / policy).rules if policy else None
     client = create_app(Settings(), cluster=StaticCluster(view), rules=rules).test_client()
     response = client.post("/preempt", data=(EXAMPLES / "requests" / "preempt.json").read_bytes())
     assert response.status_code == 200
     assert victims(response.get_json(), view) == expected
+
+
+def test_a_policy_file_may_only_reorder_the_ranking(tmp_path, capsys):
+    # Fewest Burstable victims first: on node-a the Guaranteed report-2 goes, not the Burstable
+    # report-1 the default order (Guaranteed victims first) evicts; no multi-tenant rule is on.
+    path = tmp_path / "ranking.yaml"
+    path.write_text("ranking: [Burstable victims]\n")
+    policy = policy_file.load(path)
+    view = snapshot.load(EXAMPLES / "cluster.yaml")
+    client = create_app(Settings(), cluster=StaticCluster(view), rules=policy.rules, order=policy.order).test_client()
+    response = client.post("/preempt", data=(EXAMPLES / "requests" / "preempt.json").read_bytes())
+    assert response.status_code == 200
+    assert victims(response.get_json(), view) == {"node-a": ["batch/report-2"]}
+    assert main(["check-policy", str(path)]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith("policy valid: the ranking's order only, no multi-tenant rules\n"), shown
+    assert "ranking: opted-out victims, Burstable victims, broken gangs, PDB violations," in shown, shown
 
 
 def test_check_policy_reports_each_queue_against_the_snapshot(capsys):

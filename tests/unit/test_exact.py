@@ -35,7 +35,7 @@ def test_one_large_victim_beats_the_two_small_ones_every_greedy_order_takes():
     assert "the cheapest of every set" in chosen.reasons[0]
 
 
-def brute_force(room, checked, live, leaving, budgets_of, opted_out, gang_of=None):
+def brute_force(room, checked, live, leaving, budgets_of, opted_out, gang_of=None, order=ranking.DEFAULT):
     best = None
     for size in range(len(live) + 1):
         for evicted in itertools.combinations(live, size):
@@ -46,7 +46,7 @@ def brute_force(room, checked, live, leaving, budgets_of, opted_out, gang_of=Non
             victims = most_important_first((*leaving, *evicted))
             violations = count_violations(victims, budgets_of)
             broken = gangs.count_broken(evicted, gang_of).count
-            key = ranking.cost(victims, violations, sum(p.uid in opted_out for p in evicted), broken).key
+            key = order.cost(victims, violations, sum(p.uid in opted_out for p in evicted), broken).key
             best = key if best is None or key < best else best
     return best
 
@@ -69,16 +69,23 @@ pods_on_a_node = st.lists(
 )
 
 
+# Any order a policy may give (policy.ranking.Order): the search's bounds hold in each.
+orders = st.permutations(ranking.MOVABLE).map(ranking.Order)
+
+
 @settings(max_examples=1500, deadline=None)
-@given(running=pods_on_a_node, allowed=st.tuples(st.integers(0, 2), st.integers(0, 2)), room=st.tuples(st.integers(0, 14), st.integers(0, 8)))
+@given(
+    running=pods_on_a_node, allowed=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    room=st.tuples(st.integers(0, 14), st.integers(0, 8)), order=orders,
+)
 # Overlapping budgets: a branch that keeps a pod must keep the exact violation count of the
 # victims so far (a per-budget sum over-counts pods covered twice and pruned the cheapest set).
 @example(
     running=[(0, 0, 0, G, 0, "a", 0), (0, 2, 0, G, 0, "a", 2), (1, 1, 0, B, 0, "ab", 2), (0, 0, 1, G, 0, "a", 2),
              (0, 1, 0, G, 0, "a", 1), (1, 0, 1, G, 0, "ab", 1)],
-    allowed=(0, 0), room=(3, 0),
+    allowed=(0, 0), room=(3, 0), order=ranking.DEFAULT,
 )
-def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room):
+def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room, order):
     pods = [
         pod(
             f"p{i}", node="n1", priority=prio, cpu=cpu, mem=mem, qos=qos if cpu or mem else BE, start=start,
@@ -96,7 +103,7 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
     space = {"cpu": room[0] * 1000, "memory": room[1] * 2**30}
     args = dict(
         room=space, checked=checked, live=live, leaving=leaving, budgets_of=v.budgets_covering, opted_out=opted_out,
-        gang_of=v.gang_of,
+        gang_of=v.gang_of, order=order,
     )
     expected = brute_force(**args)
     found = exact.cheapest(**args, beat=NOTHING)
@@ -112,7 +119,7 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
     violations = count_violations(found.victims, v.budgets_covering)
     assert found.violations == violations
     broken = gangs.count_broken(found.victims, v.gang_of).count
-    assert ranking.cost(found.victims, violations, sum(p.uid in opted_out for p in found.victims), broken).key == found.key
+    assert order.cost(found.victims, violations, sum(p.uid in opted_out for p in found.victims), broken).key == found.key
 
 
 @settings(max_examples=300, deadline=None)

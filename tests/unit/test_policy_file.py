@@ -9,13 +9,16 @@ import yaml
 
 from extender import policy_file
 from extender.errors import ConfigError
+from policy import ranking
 from policy.tenancy import OptOut, Preemption
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_example_policy_loads_as_documented():
-    rules = policy_file.load(ROOT / "examples" / "policy.yaml")
+    policy = policy_file.load(ROOT / "examples" / "policy.yaml")
+    assert policy.order == ranking.DEFAULT
+    rules = policy.rules
     assert [q.name for q in rules.queues] == ["products", "shop", "analytics", "research", "training", "batch"]
     training = rules.queue("training")
     assert training.parent == "research" and training.weight == 3 and training.delay == 10.0
@@ -32,8 +35,20 @@ def test_the_docs_reference_example_is_the_example_file():
 
 
 def test_an_empty_file_means_defaults():
-    rules = policy_file.parse({})
+    rules = policy_file.parse({}).rules
     assert rules.queues == () and rules.protected_namespaces == {"kube-system"} and rules.delay == 0
+
+
+def test_ranking_alone_orders_the_ranking_and_turns_on_no_rule():
+    policy = policy_file.parse({"ranking": ["PDB violations", "victims"]})
+    assert policy.rules is None
+    assert policy.order.names[:4] == ("opted-out victims", "PDB violations", "victims", "broken gangs")
+    assert policy.order.names[-1] == ranking.START.name
+    assert sorted(policy.order.names) == sorted(c.name for c in ranking.CANONICAL)
+    # With rules too, both.
+    both = policy_file.parse({"ranking": ["victims"], "protectedNamespaces": []})
+    assert both.rules is not None and both.rules.protected_namespaces == frozenset()
+    assert both.order.names[1] == "victims"
 
 
 @pytest.mark.parametrize(
@@ -58,6 +73,10 @@ def test_an_empty_file_means_defaults():
         pytest.param("optOut: {mode: sometimes}", "optOut.mode: Input should be 'soft' or 'hard'", id="opt-out-mode"),
         pytest.param("queues: [{name: p}, {name: c, parent: p}]\ndefaultQueue: p", "defaultQueue: p has child queues", id="default-not-leaf"),
         pytest.param("- just a list", "expected a mapping at the top", id="not-a-mapping"),
+        pytest.param("ranking: [PDB violations, gangs]", "ranking[1]: 'gangs' is not a criterion a policy may order; one of: broken gangs,", id="ranking-unknown"),
+        pytest.param("ranking: [victims, victims]", "ranking[1]: 'victims' is named twice", id="ranking-twice"),
+        pytest.param("ranking: [opted-out victims]", "ranking[0]: 'opted-out victims' is not a criterion a policy may order", id="ranking-opted-out-stays-first"),
+        pytest.param("ranking: victims", "ranking: Input should be a valid list", id="ranking-not-a-list"),
     ],
 )
 def test_mistakes_name_the_key(text, message):

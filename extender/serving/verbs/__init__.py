@@ -19,6 +19,7 @@ from extender.metrics import NOT_READY, Metrics
 from extender.state.ledger import Ledger
 from extender.state.standings import Standings
 from policy.causes import Refusal
+from policy import ranking
 from policy.model import Pod
 from policy.view import ClusterView
 
@@ -36,6 +37,7 @@ class Context:
     mode: Mode = Mode.ENFORCE
     started: float = field(default_factory=time.perf_counter)
     events: Witness | None = None  # preempt answers to record Events about (extender.events)
+    order: ranking.Order = ranking.DEFAULT  # the ranking's order (the --policy file's)
 
     @property
     def shadow(self) -> bool:

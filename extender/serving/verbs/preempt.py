@@ -32,6 +32,7 @@ def handle(body: bytes, ctx: Context) -> bytes:
         standing=policy.of(ctx.view) if policy else None,
         in_flight=ctx.ledger.in_flight(ctx.view, asking=preemptor),
         now=time.time(),
+        order=ctx.order,
     )
     if not ctx.shadow:  # in shadow mode the scheduler evicts its own victims: nothing is in flight
         if decision.answer:
