@@ -197,6 +197,24 @@ def count_broken(victims: Iterable["Pod"], gang_of: GangOf | None) -> Broken:
     return Broken(tuple(sorted((g for k, g in gangs.items() if taken[k] > g.spare), key=lambda g: g.key)))
 
 
+def kept_whole(candidates: Iterable["Pod"], victims: Iterable["Pod"], gang_of: GangOf | None) -> tuple[Gang, ...]:
+    """The gangs that could have been broken by evicting ``candidates`` and are not by
+    ``victims`` (for reasons: what the choice kept whole), sorted by key."""
+    if gang_of is None:
+        return ()
+    at_risk: dict[str, Gang] = {}
+    counts: dict[str, int] = {}
+    for pod in candidates:
+        g = None if pod.terminating else gang_of(pod)
+        if g is not None:
+            counts[g.key] = counts.get(g.key, 0) + 1
+            at_risk[g.key] = g
+    broken = {g.key for g in count_broken(victims, gang_of).gangs}
+    return tuple(
+        sorted((g for k, g in at_risk.items() if counts[k] > g.spare and k not in broken), key=lambda g: g.key)
+    )
+
+
 def protected(candidates: Iterable["Pod"], gang_of: GangOf | None) -> frozenset[str]:
     """UIDs of the live candidates whose gang cannot spare all of them (policy.pdb.protected's
     rule for gangs): policy.victims tries to keep those first."""

@@ -203,6 +203,9 @@ def _attempt(
     broken = gangs.count_broken(victims, gang_of)
     if broken.count:
         reasons.append(broken.describe() + ": no victim set without it fits")
+    whole = gangs.kept_whole(candidates, victims, gang_of)
+    if whole:
+        reasons.append("takes no more than it can spare from " + "; ".join(g.describe() for g in whole))
     if at_least is not None:
         reasons.append(
             f"frees at least what the scheduler's victims free ({resources.describe(_only(at_least, checked))}): "

@@ -172,3 +172,12 @@ def test_group_minimums_are_looked_up_by_the_members_key():
     v = view([node("n1")], [p], groups=[GroupMinimum("coscheduling ml/pg", 2, "PodGroup ml/pg spec.minMember")])
     assert v.gang_of(p).minimum == 2
     assert view([node("n1")], [p], groups=[GroupMinimum("volcano ml/pg", 2, "x")]).gang_of(p) is None
+
+
+def test_the_reasons_name_the_gangs_a_choice_keeps_within_their_spare():
+    v = four_member_gang_and_lone_pods(gang_start=100, lone_start=0)
+    mine = select_victims(
+        node=v.nodes["n1"], preemptor=pod("pre", priority=10, cpu=2), reservations=(),
+        budgets_of=v.budgets_covering, gang_of=v.gang_of,
+    )
+    assert "takes no more than it can spare from gang test default/train (4 running, at least 4 needed: test gang)" in mine.reasons
