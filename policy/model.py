@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from policy.gangs import GangMark
 from policy.labels import Selector
+from policy.placement import BARE, Placement, Taint
 from policy.qos import QoS
 from policy.resources import Vector
 
@@ -54,6 +55,9 @@ class Pod:
     # policy.view.known_to_scheduler).
     scheduler_name: str = DEFAULT_SCHEDULER
     gang: GangMark | None = None  # the all-or-nothing group it belongs to (policy.gangs)
+    # Its controller's kind and its node constraints (policy.placement): one shared object per
+    # distinct value, so that each pod pays one slot (policy.homes reads it).
+    placement: Placement = BARE
     # When reprieve's view first showed the pod bound to its node (seconds since the epoch);
     # None: as old as the view itself (a snapshot, a first list). Not part of the pod's identity.
     bound_at: float | None = field(default=None, compare=False)
@@ -77,6 +81,9 @@ class InFlight:
 class Node:
     name: str
     allocatable: Vector
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False  # spec.unschedulable: cordoned
 
 
 @dataclass(frozen=True, slots=True)

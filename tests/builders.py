@@ -8,6 +8,7 @@ from policy import resources
 from policy.gangs import GangMark, GroupMinimum
 from policy.labels import Selector
 from policy.model import DisruptionBudget, Node, Pod
+from policy.placement import BARE, Placement, Requirement, Taint, Term, Toleration
 from policy.qos import QoS
 from policy.view import ClusterView
 
@@ -47,13 +48,24 @@ def pod(
     uid: str | None = None,
     scheduler: str = "default-scheduler",
     gang: tuple[str, int | None] | None = None,
+    kind: str | None = None,
+    node_selector: dict[str, str] | None = None,
+    affinity: tuple[Term, ...] | None = None,
+    tolerations: tuple[Toleration, ...] = (),
     **extended: int,
 ) -> Pod:
     """``gang=(name, minimum)``: a member of a Kueue-style gang ``name`` in ``ns`` needing
-    ``minimum`` running members (None: the minimum of a group object, see ``group()``)."""
+    ``minimum`` running members (None: the minimum of a group object, see ``group()``).
+    ``kind``: its controller's kind ("ReplicaSet", "DaemonSet", ...; an owner UID is made up
+    if ``owner`` is not given); ``affinity``: required nodeSelectorTerms (see ``term()``)."""
     requests = resources.effective_requests(containers=[units(cpu, mem, **extended)])
     if qos is None:
         qos = QoS.BURSTABLE if (cpu or mem) else QoS.BEST_EFFORT
+    placement = BARE
+    if kind is not None or node_selector or affinity is not None or tolerations:
+        placement = Placement(kind, tuple(sorted((node_selector or {}).items())), affinity, tuple(tolerations))
+        if kind is not None and owner is None:
+            owner = f"uid-{kind}-of-{name}"
     return Pod(
         uid=uid or f"uid-{ns}-{name}",
         name=name,
@@ -74,11 +86,49 @@ def pod(
         created=created,
         scheduler_name=scheduler,
         gang=None if gang is None else GangMark(f"test {ns}/{gang[0]}", gang[1], "test gang"),
+        placement=placement,
     )
 
 
-def node(name: str, *, cpu: float = 10, mem: float = 64, pods: int = 110, **extended: int) -> Node:
-    return Node(name=name, allocatable={**units(cpu, mem, **extended), "pods": pods})
+def node(
+    name: str,
+    *,
+    cpu: float = 10,
+    mem: float = 64,
+    pods: int = 110,
+    labels: dict[str, str] | None = None,
+    taints: tuple[str, ...] = (),
+    unschedulable: bool = False,
+    **extended: int,
+) -> Node:
+    """``taints`` as kubectl writes them: ``key=value:Effect`` or ``key:Effect``."""
+    return Node(
+        name=name,
+        allocatable={**units(cpu, mem, **extended), "pods": pods},
+        labels=labels or {},
+        taints=tuple(taint(t) for t in taints),
+        unschedulable=unschedulable,
+    )
+
+
+def taint(text: str) -> Taint:
+    """``key=value:Effect`` or ``key:Effect``."""
+    pair, _, effect = text.rpartition(":")
+    key, _, value = pair.partition("=")
+    return Taint(key, value, effect)
+
+
+def tolerate(key: str = "", value: str | None = None, effect: str = "", *, operator: str | None = None) -> Toleration:
+    """Equal to ``value`` if one is given, else Exists (with an empty key: every taint)."""
+    return Toleration(key, operator or ("Exists" if value is None else "Equal"), value or "", effect)
+
+
+def term(*expressions: tuple[str, ...], fields: tuple[tuple[str, ...], ...] = ()) -> Term:
+    """A nodeSelectorTerm from ``(key, operator, *values)`` tuples; ``fields`` for matchFields."""
+    return Term(
+        tuple(Requirement(k, op, tuple(vs)) for k, op, *vs in expressions),
+        tuple(Requirement(k, op, tuple(vs)) for k, op, *vs in fields),
+    )
 
 
 def pdb(name: str, *, allowed: int, match: dict[str, str] | None = None, ns: str = "default", disrupted=()) -> DisruptionBudget:

@@ -46,6 +46,7 @@ class _Object(BaseModel):
 
 class OwnerReference(_Object):
     uid: Name = ""
+    kind: Name = ""
     controller: StrictBool | None = None
 
 
@@ -101,7 +102,27 @@ class AffinityTerms(_Object):
     requiredDuringSchedulingIgnoredDuringExecution: list[dict[str, Any]] | None = None
 
 
+class NodeSelectorRequirement(_Object):
+    key: QualifiedName
+    operator: StrictStr  # any: one policy.placement does not know matches nothing, as upstream
+    values: list[Name] | None = None
+
+
+class NodeSelectorTerm(_Object):
+    matchExpressions: list[NodeSelectorRequirement] | None = None
+    matchFields: list[NodeSelectorRequirement] | None = None
+
+
+class NodeSelector(_Object):
+    nodeSelectorTerms: list[NodeSelectorTerm] | None = None
+
+
+class NodeAffinity(_Object):
+    requiredDuringSchedulingIgnoredDuringExecution: NodeSelector | None = None
+
+
 class Affinity(_Object):
+    nodeAffinity: NodeAffinity | None = None
     podAffinity: AffinityTerms | None = None
     podAntiAffinity: AffinityTerms | None = None
 
@@ -125,6 +146,10 @@ class PodSpec(_Object):
     overhead: ResourceList | None = None
     resources: ResourceRequirements | None = None
     affinity: Affinity | None = None
+    nodeSelector: dict[QualifiedName, LabelValue] | None = None
+    # Read as plain JSON (translate._tolerations): every pod carries two or more, and a model
+    # each made reading a pod a quarter slower.
+    tolerations: list[Any] | None = None
     topologySpreadConstraints: list[TopologySpreadConstraint] | None = None
     volumes: list[dict[str, Any]] | None = None
     resourceClaims: list[dict[str, Any]] | None = None
@@ -151,8 +176,20 @@ class NodeStatus(_Object):
     allocatable: ResourceList | None = None
 
 
+class Taint(_Object):
+    key: QualifiedName
+    value: LabelValue = ""
+    effect: StrictStr = ""
+
+
+class NodeSpec(_Object):
+    taints: list[Taint] | None = None
+    unschedulable: StrictBool | None = None
+
+
 class Node(_Object):
     metadata: ObjectMeta = ObjectMeta()
+    spec: NodeSpec = NodeSpec()
     status: NodeStatus = NodeStatus()
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from extender.state import kube
 from policy import gangs, model, resources
+from policy import placement as place
 from policy.labels import Requirement, Selector
 from policy.quantity import to_units
 from policy.qos import QoS, compute_qos
@@ -64,6 +65,64 @@ def _shared_mark(mark: gangs.GangMark) -> gangs.GangMark:
 
 def _as_is(value):
     return value
+
+
+# A pod's placement as plain tuples (controller kind, node selector, affinity terms as
+# ((key, operator, values), ...) pairs of expressions and fields, tolerations as
+# (key, operator, value, effect)): hashable, so that equal ones become one shared Placement.
+_PlacementKey = tuple[str | None, tuple, tuple | None, tuple]
+
+
+def _placement_of(key: _PlacementKey) -> place.Placement:
+    kind, node_selector, affinity, tolerations = key
+    terms = None
+    if affinity is not None:
+        terms = tuple(
+            place.Term(
+                tuple(place.Requirement(k, op, values) for k, op, values in expressions),
+                tuple(place.Requirement(k, op, values) for k, op, values in fields),
+            )
+            for expressions, fields in affinity
+        )
+    return place.Placement(kind, node_selector, terms, tuple(place.Toleration(*t) for t in tolerations))
+
+
+_shared_placement = functools.lru_cache(maxsize=SHARED_ENTRIES)(_placement_of)
+
+
+def _placement(meta: kube.ObjectMeta, spec: kube.PodSpec, *, shared: bool) -> place.Placement:
+    """What a replacement of the pod would carry (policy.placement), shared unless ``shared=False``."""
+    kind = next((o.kind for o in meta.ownerReferences or () if o.controller), None) or None
+    node_selector = tuple(sorted(spec.nodeSelector.items())) if spec.nodeSelector else ()
+    required = spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution if (
+        spec.affinity and spec.affinity.nodeAffinity
+    ) else None
+    affinity = None
+    if required is not None:  # present, even without terms (then no node matches)
+        affinity = tuple(
+            (_requirements(term.matchExpressions), _requirements(term.matchFields)) for term in required.nodeSelectorTerms or ()
+        )
+    tolerations = _tolerations(spec.tolerations)
+    if kind is None and not node_selector and affinity is None and not tolerations:
+        return place.BARE
+    key = (kind, node_selector, affinity, tolerations)
+    return _shared_placement(key) if shared else _placement_of(key)
+
+
+def _requirements(requirements: list[kube.NodeSelectorRequirement] | None) -> tuple:
+    return tuple((r.key, r.operator, tuple(r.values or ())) for r in requirements or ())
+
+
+def _tolerations(raw: list[Any] | None) -> tuple[tuple[str, str, str, str], ...]:
+    """(key, operator, value, effect) per toleration. An entry that is not a map of strings
+    (the API server would have refused it) is left out: it tolerates nothing."""
+    found = []
+    for t in raw or ():
+        if type(t) is dict:  # written out: every pod has some, and this runs per watch event
+            f = (t.get("key") or "", t.get("operator") or "", t.get("value") or "", t.get("effect") or "")
+            if type(f[0]) is str and type(f[1]) is str and type(f[2]) is str and type(f[3]) is str:
+                found.append(f)
+    return tuple(found)
 
 
 def _requests_and_limits(rr: kube.ResourceRequirements | None) -> tuple[dict[str, int], dict[str, int]]:
@@ -127,6 +186,7 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
         owner=name(next((o.uid for o in meta.ownerReferences or () if o.controller), None)) or None,
         scheduler_name=name(spec.schedulerName) or model.DEFAULT_SCHEDULER,
         gang=mark(gang) if gang is not None else None,
+        placement=_placement(meta, spec, shared=shared),
     )
 
 
@@ -165,7 +225,13 @@ def _unmodelled(spec: kube.PodSpec) -> tuple[str, ...]:
 
 
 def node_record(node: kube.Node) -> model.Node:
-    return model.Node(name=_shared_name(node.metadata.name), allocatable=_share_mapping(vector(node.status.allocatable)))
+    return model.Node(
+        name=_shared_name(node.metadata.name),
+        allocatable=_share_mapping(vector(node.status.allocatable)),
+        labels=node.metadata.labels or {},
+        taints=tuple(place.Taint(t.key, t.value, t.effect) for t in node.spec.taints or ()),
+        unschedulable=bool(node.spec.unschedulable),
+    )
 
 
 def selector(sel: kube.LabelSelector | None) -> Selector:

@@ -16,6 +16,7 @@ CACHES = [
     pytest.param(translate._shared_name, id="names"),
     pytest.param(translate._units, id="quantities"),
     pytest.param(translate._shared_mark, id="gang-marks"),
+    pytest.param(translate._shared_placement, id="placements"),
 ]
 
 
@@ -31,6 +32,7 @@ def _pod(i: int) -> kube.Pod:
             },
             "spec": {
                 "nodeName": f"node-{i}",
+                "nodeSelector": {"pool": f"p{i}"},  # a placement each (policy.placement)
                 "containers": [{"resources": {"requests": {"cpu": f"{i}m", "memory": f"{i}Mi"}}}],
             },
         }
@@ -54,11 +56,12 @@ def test_every_cache_stops_at_its_bound(churned, cache):
 def test_shared_values_are_shared_while_cached():
     a, b = translate.pod_record(_pod(1), {}), translate.pod_record(_pod(1), {})
     assert a.labels is b.labels and a.requests is b.requests and a.node_name is b.node_name and a.gang is b.gang
+    assert a.placement is b.placement
 
 
 def test_request_pods_never_enter_the_shared_tables():
     translate.pod_record(_pod(0), {})
-    shared = (translate._shared_mapping, translate._shared_name, translate._shared_mark)
+    shared = (translate._shared_mapping, translate._shared_name, translate._shared_mark, translate._shared_placement)
     before = [cache.cache_info().currsize for cache in shared]
     for cache in shared:
         cache.cache_clear()
@@ -66,7 +69,8 @@ def test_request_pods_never_enter_the_shared_tables():
         record = translate.pod_record(_pod(10**6 + i), {}, shared=False)
     assert record.labels == {"app": f"a{10**6 + 99}"} and record.node_name == f"node-{10**6 + 99}"
     assert record.gang.key == f"volcano ns{10**6 + 99}/g{10**6 + 99}"
-    assert [cache.cache_info().currsize for cache in shared] == [0, 0, 0]
+    assert record.placement.node_selector == (("pool", f"p{10**6 + 99}"),)
+    assert [cache.cache_info().currsize for cache in shared] == [0, 0, 0, 0]
     assert 0 not in before
 
 
