@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 # its DEFAULT_VERSION unless set, e.g. `make e2e KUBE_VERSION=v1.36.3` for the previous minor.
 export KUBE_VERSION
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-serving bench-scale bench-victims bench-cache bench-burst bench-quality bench-slow image fuzz bench-memory manifests bench-e2e clean
+.PHONY: run test unit e2e cluster cluster-down bench bench-serving bench-scale bench-victims bench-homes bench-cache bench-burst bench-quality bench-slow image fuzz bench-memory manifests bench-e2e clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -64,6 +64,10 @@ bench-scale: $(STAMP)
 ## Victim choice: greedy orders alone vs with the exact search (docs/benchmarks.md).
 bench-victims: $(STAMP)
 	$(PY) bench/victims.py
+
+## Victims with somewhere to go: policy.homes on 5,000 nodes and 150,000 pods (~20 s; docs/benchmarks.md).
+bench-homes: $(STAMP)
+	$(PY) bench/homes.py
 
 ## The live cache at 150,000 pods, against the previous commit (~10 min; docs/benchmarks-cache.md).
 bench-cache: $(STAMP)
