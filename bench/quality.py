@@ -42,9 +42,10 @@ Per decision reprieve never costs more than stock by its own ranking, broken gan
 (tests/unit/test_dominance.py), but over a whole replay the two clusters drift apart and the
 totals go either way (the last section counts how often). Summed over the workloads reprieve
 breaks fewer gangs and never more on any workload; it trades a few PDB violations for them
-where no victim set spares both (a broken gang ranks before a violation, docs/policy.md). On
-some workloads it ends with more PDB violations than stock: its violation-free choices may
-spend budget allowance that stock's left for a later preemption
+where no victim set spares both (a broken gang ranks before a violation, docs/policy.md). Its
+victims have a home (policy/homes.py) more often, and fewer pods are left pending. On some
+workloads it ends with more PDB violations than stock, and summed over them a few more: its
+violation-free choices may spend budget allowance that stock's left for a later preemption
 (tests/unit/test_replay.py checks every decision along reprieve's replay against stock's on the
 same cluster, and keeps the minimal case where the totals do not follow,
 `test_sparing_a_guaranteed_pod_can_spend_the_allowance_a_later_preemptor_needed`).

@@ -18,7 +18,10 @@ view and priority level) follow, each a floor for one criterion of policy.rankin
 * the Guaranteed (Burstable) victims: that many victims, less the pods of the other classes;
 * the start of the most important victims, given that their priority is the bound's: at
   least ``m`` victims have it (the victim bound less the pods below it), so the earliest of
-  them started no later than the ``m``-th latest start at that priority.
+  them started no later than the ``m``-th latest start at that priority;
+* the victims with no home (policy.homes): at most the candidates of a shape with a home have
+  one, so the victim bound less those; whether a shape has a home depends on the other nodes,
+  so it is looked up per view and request (``Floors``), never kept in a node's summary.
 
 On identical nodes these make the bound equal to the cost, so that preempt solves one node
 and proves the others no better (policy.preempt, ties going to the first name).
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from policy import ranking, resources
+from policy.homes import Homes, shape_of
 from policy.model import Pod
 from policy.pdb import _spent_on
 from policy.qos import QoS
@@ -70,6 +74,7 @@ class Below:
     spared: dict[str, int]  # the most they free without violating a budget, per resource
     covered: dict[str, tuple[int, ...]]  # running sums of budget-covered pods' requests, largest first
     largest: dict[str, tuple[int, ...]]  # running sums of all their requests, largest first
+    shapes: tuple[tuple[Pod, int], ...] = ()  # one pod per shape (policy.homes.shape_of), and how many
 
 
 def below(view: ClusterView, info: NodeInfo, priority: int) -> Below:
@@ -93,7 +98,11 @@ def _summarise(view: ClusterView, info: NodeInfo, priority: int) -> Below:
     covered: dict[str, list[int]] = {}
     spared: dict[str, int] = {}
     members: dict[str, tuple[int, list[Pod]]] = {}
+    shapes: dict[tuple, list] = {}
     for i, pod in enumerate(live):
+        if pod.placement.owner_kind is not None:  # the others have no home anywhere
+            seen = shapes.setdefault(shape_of(pod), [pod, 0])
+            seen[1] += 1
         budgets = _spent_on(pod, budgets_of)
         for r, v in pod.requests.items():
             total[r] = total.get(r, 0) + v
@@ -125,6 +134,7 @@ def _summarise(view: ClusterView, info: NodeInfo, priority: int) -> Below:
         spared=spared,
         covered={r: _running(vs) for r, vs in covered.items()},
         largest={r: _running(vs) for r, vs in sizes.items()},
+        shapes=tuple((pod, count) for pod, count in shapes.values()),
     )
 
 
@@ -141,9 +151,14 @@ class Floors:
     preemptor (its summary table, the resources it needs) is looked up once per request.
     Floors are in ``order`` (policy.ranking), FREE as ``free``."""
 
-    def __init__(self, view: ClusterView, preemptor: Pod, order: ranking.Order = ranking.DEFAULT) -> None:
+    def __init__(
+        self, view: ClusterView, preemptor: Pod, order: ranking.Order = ranking.DEFAULT, homes: Homes | None = None
+    ) -> None:
         priority = preemptor.priority
         self._order = order
+        self._homes = homes
+        self._victims = ranking.DEFAULT.position(ranking.VICTIMS)
+        self._homeless = ranking.DEFAULT.position(ranking.HOMELESS)
         self.free = order.arrange(FREE)
         self._below = _below_table(view, priority)
         self._view = view
@@ -161,15 +176,30 @@ class Floors:
         NO_ROOM when even every lower-priority pod gone leaves too little room. ``info`` is a
         node of the view, or (``kept_with_view=False``) one built for this request, whose
         summary is then computed afresh."""
-        if not kept_with_view:
-            found = self._floor(_summarise(self._view, info, self._priority), reservations)
+        summary = _summarise(self._view, info, self._priority) if not kept_with_view else None
+        if summary is not None:
+            found = self._floor(summary, reservations)
         elif not reservations:
             found = self._plain(info.name)
         else:
             found = self._floor(self._below(info.name), reservations)
         if found is NO_ROOM:
             return found
-        return self.free if found is FREE else self._order.arrange(found)
+        if found is FREE:
+            return self.free
+        if self._homes is not None:
+            found = self._with_homeless(found, info.name, summary or self._below(info.name))
+        return self._order.arrange(found)
+
+    def _with_homeless(self, found: tuple, name: str, summary: Below) -> tuple:
+        """``found`` with its bound on victims with no home: the victims less the candidates
+        whose shape has a home off this node (looked up in this view: never kept)."""
+        home = self._homes.home
+        homed = sum(count for pod, count in summary.shapes if home(pod, excluding=name) is not None)
+        least = found[self._victims] - homed
+        if least <= 0:
+            return found
+        return (*found[: self._homeless], least, *found[self._homeless + 1 :])
 
     def _floor(self, summary: Below, reservations: Sequence[Pod]) -> tuple:
         held = resources.add(*(p.requests for p in reservations)) if reservations else resources.EMPTY
@@ -207,7 +237,8 @@ class Floors:
 
 
 def floor(
-    view: ClusterView, info: NodeInfo, preemptor: Pod, reservations: Sequence[Pod], order: ranking.Order = ranking.DEFAULT
+    view: ClusterView, info: NodeInfo, preemptor: Pod, reservations: Sequence[Pod], order: ranking.Order = ranking.DEFAULT,
+    homes: Homes | None = None,
 ) -> tuple:
-    """Floors(view, preemptor, order)(info, reservations), for one node."""
-    return Floors(view, preemptor, order)(info, reservations)
+    """Floors(view, preemptor, order, homes)(info, reservations), for one node."""
+    return Floors(view, preemptor, order, homes)(info, reservations)

@@ -18,7 +18,7 @@ return a set only if it is strictly cheaper than the one they were given, so tie
 greedy answer and its reasons.
 
 Why bounding works: adding a victim never lowers any criterion of the key (opted-out
-victims, broken gangs, PDB violations, highest priority, Guaranteed and Burstable counts, the shifted
+victims, broken gangs, PDB violations, victims with no home, highest priority, Guaranteed and Burstable counts, the shifted
 priority sum, the count) and raises the count, so a set's key bounds every superset's from
 below, and a set whose kept pods all fit needs no further victim.
 """
@@ -54,6 +54,7 @@ class _Class:
     budgets: tuple[str, ...]  # budgets one eviction spends
     allowed: tuple[int, ...]
     gang: gangs.Gang | None  # the gang its pods belong to
+    homeless: bool  # its pods have no home (policy.homes)
 
 
 def cheapest(
@@ -67,16 +68,18 @@ def cheapest(
     beat: tuple,
     gang_of: gangs.GangOf | None = None,
     order: ranking.Order = ranking.DEFAULT,
+    no_home: frozenset[str] = frozenset(),
 ) -> Found | None:
     """The cheapest set of ``live`` victims (with every ``leaving`` pod named) after which the
     rest fit in ``room``, if it costs strictly less than ``beat``; else None.
 
     ``live`` is most important first (policy.importance); ``opted_out`` are the UIDs of
     pods whose eviction counts as a last resort (ranking's first criterion); ``gang_of``
-    the victims' gangs (policy.gangs); ``order`` the ranking's (``beat`` is in it)."""
+    the victims' gangs (policy.gangs); ``order`` the ranking's (``beat`` is in it); ``no_home``
+    the UIDs of the candidates with no home (policy.homes)."""
     budget_sets = [_spent(p, budgets_of) for p in live]
     overlapping = any(len(b) > 1 for b in budget_sets)
-    classes = _classes(live, budget_sets, checked, opted_out, budgets_of, gang_of, alike=not overlapping)
+    classes = _classes(live, budget_sets, checked, opted_out, budgets_of, gang_of, no_home, alike=not overlapping)
     # suffix[i]: what classes i.. use if all their pods stay.
     suffix = [tuple(0 for _ in checked)]
     for c in reversed(classes):
@@ -91,7 +94,8 @@ def cheapest(
         victims = tuple(sorted((*leaving, *evicted), key=importance))
         violations = count_violations(victims, budgets_of)
         broken = gangs.count_broken(evicted, gang_of).count
-        key = order.cost(victims, violations, sum(p.uid in opted_out for p in evicted), broken).key
+        homeless = sum(p.uid in no_home for p in evicted)
+        key = order.cost(victims, violations, sum(p.uid in opted_out for p in evicted), broken, homeless).key
         if key < best[0]:
             best[0], best[1] = key, Found(victims, violations, key)
 
@@ -130,6 +134,7 @@ def improve(
     key: tuple,
     gang_of: gangs.GangOf | None = None,
     order: ranking.Order = ranking.DEFAULT,
+    no_home: frozenset[str] = frozenset(),
 ) -> Found | None:
     """One pass of single swaps from ``victims`` (live ones of a greedy result, cost ``key``):
     for each victim, most important first, try to keep it, making room by evicting the least
@@ -173,7 +178,7 @@ def improve(
         chosen = tuple(sorted((*leaving, *(p for p in live if p.uid in candidate)), key=importance))
         violations = count_violations(chosen, budgets_of)
         broken = gangs.count_broken(chosen, gang_of).count
-        found_key = order.cost(chosen, violations, len(candidate & opted_out), broken).key
+        found_key = order.cost(chosen, violations, len(candidate & opted_out), broken, len(candidate & no_home)).key
         if found_key < (best.key if best else key):
             best = Found(chosen, violations, found_key)
             current, kept_use = candidate, used
@@ -191,13 +196,13 @@ class _Bound:
 
     @classmethod
     def empty(cls) -> "_Bound":
-        return cls((0, 0, 0, float("-inf"), 0, 0, 0, 0), ())
+        return cls((0, 0, 0, float("-inf"), 0, 0, 0, 0, 0), ())
 
     def evict(self, c: _Class, pods: Sequence[Pod], before: Sequence[Pod], overlapping: BudgetsOf | None) -> "_Bound":
         """The bound with ``pods`` (of class ``c``) evicted after ``before``. Violations add up
         per budget while no pod is covered by two; otherwise (``overlapping`` is the budget
         lookup) they are counted over the whole set, in upstream's order."""
-        opted, broken, violations, top, g, b, total, count = self.low
+        opted, broken, violations, top, g, b, homeless, total, count = self.low
         taken = self.taken
         if c.gang is not None:
             gang = c.gang
@@ -211,30 +216,31 @@ class _Bound:
             violations += max(0, was + len(pods) - allowed) - max(0, was - allowed)
         if overlapping is not None:
             violations = count_violations(sorted((*before, *pods), key=importance), overlapping).count
+        homeless += c.homeless * len(pods)
         for p in pods:
             top = max(top, p.priority)
             g += p.qos == QoS.GUARANTEED
             b += p.qos == QoS.BURSTABLE
             total += p.priority + ranking.SHIFT
         return _Bound(
-            (opted + c.opted_out * len(pods), broken, violations, top, g, b, total, count + len(pods)),
+            (opted + c.opted_out * len(pods), broken, violations, top, g, b, homeless, total, count + len(pods)),
             tuple(covered.items()),
             taken,
         )
 
 
-def _classes(live, budget_sets, checked, opted_out, budgets_of, gang_of, *, alike: bool) -> list[_Class]:
+def _classes(live, budget_sets, checked, opted_out, budgets_of, gang_of, no_home, *, alike: bool) -> list[_Class]:
     """``live`` grouped into classes of interchangeable pods (if ``alike``), most important
     class first. Pods are interchangeable when they agree on everything the key counts except
     their start time: priority, QoS, what they use, the budgets they spend, being opted out,
-    their gang."""
+    their gang, having a home."""
     groups: dict[tuple, list[Pod]] = {}
     for pod, budgets in zip(live, budget_sets):
         needs = tuple(pod.requests.get(r, 0) for r in checked)
         gang = gang_of(pod) if gang_of is not None else None
         signature = (
             pod.priority, pod.qos, needs, tuple(b.key for b in budgets), pod.uid in opted_out,
-            gang.key if gang is not None else None,
+            gang.key if gang is not None else None, pod.uid in no_home,
         )
         groups.setdefault(signature if alike else (pod.uid,), []).append(pod)
     classes = []
@@ -248,6 +254,7 @@ def _classes(live, budget_sets, checked, opted_out, budgets_of, gang_of, *, alik
                 budgets=tuple(b.key for b in budgets),
                 allowed=tuple(b.disruptions_allowed for b in budgets),
                 gang=gang_of(pods[0]) if gang_of is not None else None,
+                homeless=pods[0].uid in no_home,
             )
         )
     classes.sort(key=lambda c: importance(c.pods[0]))

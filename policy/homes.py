@@ -56,6 +56,11 @@ FREE_ROOM = "homes: free room"
 RESOURCES = 16
 
 
+def shape_of(pod: Pod) -> tuple:
+    """What a pod's home depends on besides the view: pods of one shape have the same homes."""
+    return (tuple(pod.requests.items()), pod.priority, pod.placement)
+
+
 def of(view: ClusterView) -> "Homes":
     """``view``'s Homes, made on first use and kept with the view (never carried over)."""
     kept = view._homes.get("homes")
@@ -97,7 +102,7 @@ class Homes:
             return None, NO_CONTROLLER
         if kind in SAME_NODE:
             return None, SAME_NODE[kind]
-        shape = (tuple(victim.requests.items()), victim.priority, placement)
+        shape = shape_of(victim)
         found = self._found.get(shape)
         if found is None:
             if len(self._found) >= SHAPES:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
-from policy import bounds, gangs, ranking, resources, tenancy
+from policy import bounds, gangs, homes, ranking, resources, tenancy
 from policy.causes import Cause, Refusal
 from policy.model import POD_ANTI_AFFINITY, InFlight, Pod
 from policy.resources import Vector
@@ -176,7 +176,7 @@ def _judge(
     exact ties of it may be left unsolved (on identical nodes, all of them)."""
     floors: list[tuple[tuple, str]] = []
     solved: dict[str, NodeOutcome] = {}
-    floors_of = bounds.Floors(view, preemptor, order)
+    floors_of = bounds.Floors(view, preemptor, order, homes.of(view))
     floor_of = None if exhaustive else _floors(view, preemptor, in_flight, floors_of)
     for name in proposals:
         floor = None if floor_of is None else floor_of(name, proposals[name])
@@ -472,7 +472,7 @@ def _evaluate(
     def select(at_least: Vector | None) -> VictimSelection | NodeRejected:
         return select_victims(
             node=node, preemptor=preemptor, reservations=reservations, budgets_of=budgets, screen=screen,
-            nameable=nameable, at_least=at_least, swap=swap, gang_of=view.gang_of, order=order,
+            nameable=nameable, at_least=at_least, swap=swap, gang_of=view.gang_of, order=order, homes=homes.of(view),
         )
 
     selection = select(at_least)
@@ -528,7 +528,10 @@ def _evaluate(
         cause,
         victims=selection.victims,
         violations=selection.violations,
-        cost=order.cost(selection.victims, selection.violations, selection.opted_out, selection.broken.count),
+        cost=order.cost(
+            selection.victims, selection.violations, selection.opted_out, selection.broken.count,
+            selection.homeless.count,
+        ),
         reasons=reasons,
     )
 
@@ -794,17 +797,19 @@ def _keep_scheduler_victims(
             return NodeOutcome(name, Verdict.DROPPED, Cause.QUEUE_SHARE, reasons=(f"{why}; but {short}",))
     violations = count_violations(victims, view.budgets_covering)
     broken = gangs.count_broken(victims, view.gang_of)
+    homeless = homes.homeless(victims, homes.of(view), node=name)
     return NodeOutcome(
         name,
         Verdict.CHOSEN,
         cause,
         victims=tuple(victims),
         violations=violations,
-        cost=order.cost(victims, violations, opted_out, broken.count),
+        cost=order.cost(victims, violations, opted_out, broken.count, homeless.count),
         kept_scheduler_victims=True,
         reasons=(
             f"kept the scheduler's victims: {why}", violations.describe(),
             *((broken.describe(),) if broken.count else ()),
+            *((homeless.describe(),) if homeless.count else ()),
         ),
     )
 

@@ -11,14 +11,17 @@ by the ones before it. The default order (``DEFAULT``):
 3. lowest priority of the most important victim;
 4. fewest Guaranteed victims;
 5. fewest Burstable victims;
-6. smallest sum of victim priorities, each shifted by 2**31 as upstream does so that
+6. fewest victims with no home (policy.homes: nothing re-creates them, or their replacement
+   fits on no other node without preempting in turn; after the QoS classes, docs/policy.md
+   says why);
+7. smallest sum of victim priorities, each shifted by 2**31 as upstream does so that
    negative priorities do not make more victims look cheaper;
-7. fewest victims;
-8. latest "earliest start among the highest-priority victims" (upstream's rule: evict the
+8. fewest victims;
+9. latest "earliest start among the highest-priority victims" (upstream's rule: evict the
    youngest work).
 
-Upstream's ``pickOneNodeForPreemption`` uses 2, 3, 6, 7 and 8; reprieve adds 1 and the QoS
-criteria 4 and 5. A policy may reorder 1-7 (``Order``; docs/policy.md): the opted-out victims
+Upstream's ``pickOneNodeForPreemption`` uses 2, 3, 7, 8 and 9; reprieve adds 1, the QoS
+criteria 4 and 5, and 6. A policy may reorder 1-8 (``Order``; docs/policy.md): the opted-out victims
 stay first (a last resort is last whatever else) and the start last (a tie-breaker, whose
 lower bound holds only where the priorities before it are equal). Terminating victims are
 already leaving and cost nothing, so only live victims are counted. Nodes equal on every
@@ -53,6 +56,7 @@ OPTED_OUT = Criterion("opted-out victims", "opted_out_victims")
 BROKEN_GANGS = Criterion("broken gangs", "broken_gangs")
 PDB_VIOLATIONS = Criterion("PDB violations", "pdb_violations")
 TOP_PRIORITY = Criterion("highest victim priority", "highest_priority")
+HOMELESS = Criterion("victims with no home", "homeless_victims")
 GUARANTEED = Criterion("Guaranteed victims", "guaranteed")
 BURSTABLE = Criterion("Burstable victims", "burstable")
 PRIORITY_SUM = Criterion("sum of victim priorities", "priority_sum")
@@ -60,7 +64,9 @@ VICTIMS = Criterion("victims", "victims")
 START = Criterion("start of the most important victims (later is better)", "top_victims_start")
 
 # The order in which Order.cost computes them (and the default ranking order).
-CANONICAL = (OPTED_OUT, BROKEN_GANGS, PDB_VIOLATIONS, TOP_PRIORITY, GUARANTEED, BURSTABLE, PRIORITY_SUM, VICTIMS, START)
+CANONICAL = (
+    OPTED_OUT, BROKEN_GANGS, PDB_VIOLATIONS, TOP_PRIORITY, GUARANTEED, BURSTABLE, HOMELESS, PRIORITY_SUM, VICTIMS, START,
+)
 MOVABLE = CANONICAL[1:-1]  # what a policy may reorder
 BY_NAME = {c.name: c for c in CANONICAL}
 
@@ -124,9 +130,12 @@ class Order(Layout):
         index = self._index
         return canonical if index is None else tuple(canonical[i] for i in index[:-1])
 
-    def cost(self, victims: Sequence[Pod], violations: Violations, opted_out: int = 0, broken: int = 0) -> "Cost":
+    def cost(
+        self, victims: Sequence[Pod], violations: Violations, opted_out: int = 0, broken: int = 0, homeless: int = 0
+    ) -> "Cost":
         """The key of evicting ``victims``: ``violations`` their PDB violations (policy.pdb),
-        ``opted_out`` how many opted out of preemption, ``broken`` the gangs they break."""
+        ``opted_out`` how many opted out of preemption, ``broken`` the gangs they break,
+        ``homeless`` how many of the live ones have no home (policy.homes)."""
         live = [p for p in victims if not p.terminating]
         top = max((p.priority for p in live), default=-math.inf)
         starts = [p.start_time if p.start_time is not None else math.inf for p in live if p.priority == top]
@@ -138,6 +147,7 @@ class Order(Layout):
             top,
             sum(p.qos == QoS.GUARANTEED for p in live),
             sum(p.qos == QoS.BURSTABLE for p in live),
+            homeless,
             sum(p.priority + SHIFT for p in live),
             len(live),
             -earliest_top_start,
@@ -145,11 +155,13 @@ class Order(Layout):
         return Cost(self.arrange(canonical), self)
 
     def floor(
-        self, *, violations: int, top: float, guaranteed: int, burstable: int, victims: int, lowest: float, start: float
+        self, *, violations: int, top: float, guaranteed: int, burstable: int, victims: int, lowest: float, start: float,
+        homeless: int = 0,
     ) -> tuple:
         """A lower bound on ``cost(...).key`` for a node, from bounds on its violations, its most
         important victim's priority, its Guaranteed, Burstable and live victims, the lowest
-        priority a victim can have, and the start criterion (policy.bounds). It MUST stay a
+        priority a victim can have, the start criterion and its victims with no home
+        (policy.bounds). It MUST stay a
         lower bound of the key criterion by criterion, except the start criterion, which needs
         to hold only where every criterion before it is equal (policy.bounds bounds it where the
         key's priority of the most important victim equals ``top``): policy.preempt skips the
@@ -158,7 +170,7 @@ class Order(Layout):
         # No bound on broken gangs: a gang's spare changes with members on other nodes, which a
         # per-node summary would not see change (0 is a lower bound; nodes where a gang must
         # break are solved rather than skipped).
-        return self.arrange((0, 0, violations, top, guaranteed, burstable, shifted, victims, start))
+        return self.arrange((0, 0, violations, top, guaranteed, burstable, homeless, shifted, victims, start))
 
     def canonical(self, key: tuple) -> tuple:
         """``key`` (of this order) back in CANONICAL's order."""
@@ -204,20 +216,21 @@ class Cost:
         return "none" if value == -math.inf else str(value)
 
     def describe(self) -> str:
-        opted_out, broken, v, g, b, n = (
-            self.value(c) for c in (OPTED_OUT, BROKEN_GANGS, PDB_VIOLATIONS, GUARANTEED, BURSTABLE, VICTIMS)
+        opted_out, broken, v, homeless, g, b, n = (
+            self.value(c) for c in (OPTED_OUT, BROKEN_GANGS, PDB_VIOLATIONS, HOMELESS, GUARANTEED, BURSTABLE, VICTIMS)
         )
         return (
             (f"{opted_out} opted-out victim(s), " if opted_out else "")
             + (f"{broken} broken gang(s), " if broken else "")
             + f"{v} PDB violation(s), highest victim priority {self._show(self.layout.position(TOP_PRIORITY))}, "
-            f"{g} Guaranteed / {b} Burstable of {n} live victim(s)"
+            + (f"{homeless} with no home, " if homeless else "")
+            + f"{g} Guaranteed / {b} Burstable of {n} live victim(s)"
         )
 
 
-def cost(victims: Sequence[Pod], violations: Violations, opted_out: int = 0, broken: int = 0) -> Cost:
+def cost(victims: Sequence[Pod], violations: Violations, opted_out: int = 0, broken: int = 0, homeless: int = 0) -> Cost:
     """DEFAULT.cost: the key of evicting ``victims`` in the default order."""
-    return DEFAULT.cost(victims, violations, opted_out, broken)
+    return DEFAULT.cost(victims, violations, opted_out, broken, homeless)
 
 
 def best(costs: dict[str, Cost]) -> tuple[str, ...]:

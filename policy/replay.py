@@ -109,7 +109,7 @@ class Step:
     node: str | None  # where it was bound; None: left pending
     victims: tuple[str, ...]  # namespace/name of the pods its preemption removed
     pdb_violations: int
-    no_home: tuple[str, ...]  # controller-owned victims whose replacement fits on no node
+    no_home: tuple[str, ...]  # victims no controller re-creates, and replacements that fit on no node
     why: str
     broken_gangs: tuple[str, ...] = ()  # keys of the gangs its victims broke (policy.gangs)
 
@@ -128,7 +128,9 @@ class Totals:
     guaranteed_victims: int
     burstable_victims: int
     priority_loss: int  # sum over victims of (priority - floor + 1), floor: the lowest priority in the workload
-    no_home: int  # controller-owned victims whose replacement fits on no node right after the preemption
+    # victims no controller re-creates (bare pods: gone for good), and controller-owned victims
+    # whose replacement fits on no node right after the preemption (policy.homes' "no home")
+    no_home: int
     cascade: int  # the deepest replacement that preempted (0: no replacement preempted)
     pending: int  # pods (replacements included) left unbound
 
@@ -196,7 +198,10 @@ def replay(
         owned = [v for v in live if v.owner is not None]
         replacements = [_replacement(v) for v in owned]
         after = cluster.view
-        no_home = tuple(r.key for r in replacements if not _fits_somewhere(after, r))
+        no_home = (
+            *(v.key for v in live if v.owner is None),
+            *(r.key for r in replacements if not _fits_somewhere(after, r)),
+        )
         if replace:
             queue.extend((r, depth + 1) for r in replacements)
         steps.append(

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from policy import exact, gangs, ranking, resources
 from policy.causes import Cause
+from policy.homes import NONE_HOMELESS, Homeless, Homes, homeless
 from policy.importance import more_important, most_important_first
 from policy.model import Pod
 from policy.pdb import BudgetsOf, Violations, count_violations, violating
@@ -28,6 +29,7 @@ class VictimSelection:
     reasons: tuple[str, ...]
     opted_out: int = 0  # victims whose PriorityClass opts out of preemption (a last resort)
     broken: gangs.Broken = gangs.NONE_BROKEN  # the gangs the victims break (policy.gangs)
+    homeless: Homeless = NONE_HOMELESS  # the victims with nowhere else to go (policy.homes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,7 @@ def select_victims(
     swap: bool = True,
     gang_of: gangs.GangOf | None = None,
     order: ranking.Order = ranking.DEFAULT,
+    homes: Homes | None = None,
 ) -> VictimSelection | NodeRejected:
     """The victims reprieve would evict on ``node`` so that ``preemptor`` fits.
 
@@ -59,8 +62,9 @@ def select_victims(
        the room held for nominated pods (``reservations``), preemption cannot help here.
     3. Reprieve: add potential victims back one at a time while the preemptor still fits,
        members of gangs that cannot spare them first (policy.gangs.protected, ``gang_of``),
-       PDB-protected pods first (policy.pdb.protected), then the rest, each group most
-       important first (see policy.importance). Terminating pods are never reprieved: they are
+       PDB-protected pods first (policy.pdb.protected), pods with no home elsewhere first
+       (policy.homes, ``homes``), then the rest, each group most important first (see
+       policy.importance). Terminating pods are never reprieved: they are
        leaving anyway and cost nothing to name. A BestEffort pod requests no cpu or memory,
        so it is only ever a victim when the node's pod-count limit is what blocks.
     4. The victims are the pods not reprieved, most important first, with the exact count of
@@ -114,7 +118,7 @@ def select_victims(
     for pool, spare_first in attempts:
         result = _attempt(
             node, preemptor, pool, reservations, budgets_of, screen, spare_first, protected, nameable, at_least, swap,
-            gang_of, order,
+            gang_of, order, homes,
         )
         if isinstance(result, VictimSelection):
             break
@@ -140,6 +144,7 @@ def _attempt(
     swap: bool,
     gang_of: gangs.GangOf | None,
     order: ranking.Order,
+    homes: Homes | None,
 ) -> VictimSelection | NodeRejected:
     alloc = node.node.allocatable
     request = preemptor.requests
@@ -174,10 +179,11 @@ def _attempt(
             )
     first = {p.uid for p in spare_first}
     terminating = [p for p in candidates if p.terminating]
+    no_home = frozenset(p.uid for p in live if homes.home(p, excluding=node.name) is None) if homes else frozenset()
     within_shares = (lambda victims: not screen.shortfalls(victims)) if screen is not None else None
     victims, violations, reprieved, shielded, searched = _best_reprieve(
-        room, checked, live, leaving, _orders(live, terminating, budgets_of, gang_of, first, checked), budgets_of,
-        at_least, first, swap, within_shares, gang_of, order,
+        room, checked, live, leaving, _orders(live, terminating, budgets_of, gang_of, first, checked, no_home),
+        budgets_of, at_least, first, swap, within_shares, gang_of, order, no_home,
     )
     # Law 2 over the whole set: if the reprieve takes too much from some queue, choose again,
     # least important first, skipping pods whose queue could not afford them.
@@ -206,6 +212,9 @@ def _attempt(
     whole = gangs.kept_whole(candidates, victims, gang_of)
     if whole:
         reasons.append("takes no more than it can spare from " + "; ".join(g.describe() for g in whole))
+    gone = homeless(victims, homes, node=node.name) if homes is not None else NONE_HOMELESS
+    if gone.count:
+        reasons.append(gone.describe())
     if at_least is not None:
         reasons.append(
             f"frees at least what the scheduler's victims free ({resources.describe(_only(at_least, checked))}): "
@@ -218,7 +227,7 @@ def _attempt(
         reasons.append(f"{opted_out} victim(s) opted out of preemption: no victim set without them fits")
     if reservations:
         reasons.append(f"room held for nominated {_names(reservations)} kept free")
-    return VictimSelection(node.name, victims, violations, tuple(reasons), opted_out, broken)
+    return VictimSelection(node.name, victims, violations, tuple(reasons), opted_out, broken, gone)
 
 
 def _no_room(node: NodeInfo, reservations: Sequence[Pod], protected: dict[str, str], short: str) -> NodeRejected:
@@ -241,7 +250,7 @@ def _cause(protected: dict[str, str]) -> Cause:
 
 def _orders(
     live: Sequence[Pod], terminating: Sequence[Pod], budgets_of: BudgetsOf, gang_of: gangs.GangOf | None,
-    first: set[str], checked: Sequence[str],
+    first: set[str], checked: Sequence[str], no_home: frozenset[str] = frozenset(),
 ) -> list[tuple[Callable, frozenset[str], Sequence[Pod]]]:
     """The greedy orders to reprieve in, each (sort key, pods it tries first, pods it may
     reprieve), after the pods to spare first (``first``, opted-out ones). Orders that would
@@ -259,11 +268,12 @@ def _orders(
     result never costs more than the set stock kube-scheduler picks on the node.
 
     Members of gangs that cannot spare them (policy.gangs.protected) come first in every order
-    but upstream's: a broken gang costs more than any PDB violation (policy.ranking).
+    but upstream's: a broken gang costs more than any PDB violation (policy.ranking). Where
+    some candidates have no home (``no_home``), one more order keeps them first.
     """
     in_gangs = gangs.protected(live, gang_of)
     if in_gangs:
-        plain = _orders(live, terminating, budgets_of, None, first, checked)
+        plain = _orders(live, terminating, budgets_of, None, first, checked, no_home)
         # The same orders with the gangs' members kept first, then the plain ones as they are
         # (keeping a gang may cost more PDB violations than it saves: the key decides).
         ganged = [
@@ -281,6 +291,8 @@ def _orders(
     if violators:
         orders.append((lambda p: (p.uid not in first, p.uid not in violators), violators, live))
     orders.append((lambda p: (p.uid not in first,), frozenset(), live))
+    if no_home and len(no_home) < len(live):
+        orders.append((lambda p: (p.uid not in first, p.uid not in no_home), frozenset(), live))
     if protected:
         size = _sizes(live, checked)
         orders.append((lambda p: (p.uid not in first, p.uid not in protected, size[p.uid]), protected, live))
@@ -295,7 +307,7 @@ def _sizes(live: Sequence[Pod], checked: Sequence[str]) -> dict[str, float]:
 
 
 def _best_reprieve(
-    room, checked, live, leaving, greedy, budgets_of, at_least, first, swap, within_shares, gang_of, order
+    room, checked, live, leaving, greedy, budgets_of, at_least, first, swap, within_shares, gang_of, order, no_home
 ):
     """Reprieve in each ``greedy`` order and keep the cheapest result by the ranking's ``order``
     (ties: the earlier greedy order); then look for a cheaper set (policy.exact): every set when the node
@@ -324,13 +336,14 @@ def _best_reprieve(
         tried.add(found)
         violations = count_violations(victims, budgets_of)
         broken = gangs.count_broken(victims, gang_of).count
-        key = order.cost(victims, violations, sum(p.uid in first for p in victims), broken).key
+        homeless_count = sum(p.uid in no_home for p in victims)
+        key = order.cost(victims, violations, sum(p.uid in first for p in victims), broken, homeless_count).key
         if best is None or key < best[0]:
             best = (key, victims, violations, reprieved, shield)
     key, victims, violations, reprieved, shield = best
     common = dict(
         room=room, checked=checked, live=live, leaving=leaving, budgets_of=budgets_of, opted_out=first, gang_of=gang_of,
-        order=order,
+        order=order, no_home=no_home,
     )
     if len(live) <= exact.EXACT_LIMIT:
         better, how = exact.cheapest(**common, beat=key), "no greedy order was cheapest: the cheapest of every set"

@@ -24,6 +24,7 @@ from typing import Protocol
 from policy import gangs
 from policy.labels import Selector
 from policy.model import DisruptionBudget, Node, Pod
+from policy.placement import BARE, Placement
 from policy.qos import QoS
 from policy.resources import PODS
 from policy.view import ClusterView
@@ -68,7 +69,12 @@ def _pod(name: str, *, rng: Random, priority: int, cpu_m: int, qos: QoS, app: st
         start_time=start,
         created=start,
         owner=owner,
+        placement=_OWNED_BY.get(owner[:3] if owner else None, BARE),
     )
+
+
+# What re-creates a generated pod (policy.homes reads it): a ReplicaSet per app, a Job per gang.
+_OWNED_BY = {"rs-": Placement("ReplicaSet"), "job": Placement("Job")}
 
 
 def generate(rng: Random, pending: int) -> Workload:
@@ -135,5 +141,5 @@ def _gangs(rng: Random, apps: list[str], pods: list[Pod]) -> list[Pod]:
             namespace=NAMESPACE, labels=labels, annotations={gangs.KUEUE_COUNT: str(len(indexes))}, pod_group=None
         )
         for i in indexes:
-            out[i] = dataclasses.replace(out[i], labels=labels, owner=f"job-{app}", gang=mark)
+            out[i] = dataclasses.replace(out[i], labels=labels, owner=f"job-{app}", gang=mark, placement=_OWNED_BY["job"])
     return out

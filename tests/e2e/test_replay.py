@@ -121,7 +121,8 @@ def _replay(plane, scheduler: str) -> dict[str, int]:
             "guaranteed_victims": sum(v["status"]["qosClass"] == "Guaranteed" for v in victims),
             "burstable_victims": sum(v["status"]["qosClass"] == "Burstable" for v in victims),
             "priority_loss": sum(v["spec"]["priority"] - floor + 1 for v in victims),
-            "no_home": 0,
+            "broken_gangs": 0,
+            "no_home": len(victims),  # every pod is bare: nothing re-creates a victim
             "cascade": 0,
             "pending": len(pending) - len(watch.bound_at()),
         }
@@ -136,7 +137,7 @@ def _covers(budget: dict, pod: dict) -> bool:
 
 def test_replay_reprieve_no_worse_than_stock_on_every_column(plane, record_property):
     objects = _items(CLUSTER)
-    assert not any(o["metadata"].get("ownerReferences") for o in objects), "no_home and cascade are 0 only without owners"
+    assert not any(o["metadata"].get("ownerReferences") for o in objects), "no_home is every victim and cascade 0 only without owners"
     view = snapshot.load(CLUSTER)
     predicted = simulate.build_report(view, simulate.load_pending(view, PENDING), replace=False)["totals"]
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from policy import bounds, ranking, tenancy
+from policy import bounds, homes, ranking, tenancy
 from policy.causes import Cause
 from policy.model import InFlight, PriorityClass
 from policy.preempt import Proposal, Verdict, decide
@@ -22,6 +22,7 @@ def _pods(running, on: str, *, prefix: str = ""):
             f"{prefix}p{i}", node=on, priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
             labels={"app": "a" if budgeted else "b" if i % 3 == 0 else f"x{i}"}, terminating=term == 0,
             pc="optout" if i % 4 == 1 else "", gang=(f"g{gang}", None) if gang else None,
+            kind=(None, "ReplicaSet", "ReplicaSet", "DaemonSet")[i % 4],  # policy.homes: who re-creates it
         )
         for i, (prio, cpu, qos, start, budgeted, term, gang) in enumerate(running)
     ]
@@ -54,28 +55,32 @@ def _budgets(allowed: int, other: int):
     slots=st.integers(2, 12),
     unsettled=st.sets(st.integers(0, 8), max_size=3),
     order=st.permutations(ranking.MOVABLE).map(ranking.Order),
+    spare=st.integers(0, 6),
 )
 def test_floor_is_at_most_the_cost_criterion_by_criterion(
-    running, allowed, other, need, preemptor_priority, held, slots, unsettled, order
+    running, allowed, other, need, preemptor_priority, held, slots, unsettled, order, spare
 ):
     pods = _pods(running, "n1")
     if held:
         pods.append(pod("held", cpu=held, priority=preemptor_priority, nominated="n1"))
-    v = view([node("n1", cpu=12, pods=slots)], pods, _budgets(allowed, other), groups=GROUPS)
+    # A spare node where some replacements fit (their home), as many as ``spare`` says.
+    v = view([node("n1", cpu=12, pods=slots), node("spare", cpu=spare)], pods, _budgets(allowed, other), groups=GROUPS)
     preemptor = pod("pre", cpu=need, priority=preemptor_priority)
     info = v.nodes["n1"]
     reservations = v.reservations("n1", pod=preemptor)
-    floor = bounds.floor(v, info, preemptor, reservations, order)
+    floor = bounds.floor(v, info, preemptor, reservations, order, homes.of(v))
     # Pods the answer may not name stay, as select_victims' ``nameable`` makes them.
     names = {f"p{i}" for i in unsettled}
     selection = select_victims(
         node=info, preemptor=preemptor, reservations=reservations, budgets_of=v.budgets_covering,
-        nameable=lambda p: p.name not in names, gang_of=v.gang_of, order=order,
+        nameable=lambda p: p.name not in names, gang_of=v.gang_of, order=order, homes=homes.of(v),
     )
     if not isinstance(selection, VictimSelection):
         return
     assert floor is not bounds.NO_ROOM
-    key = order.cost(selection.victims, selection.violations, selection.opted_out, selection.broken.count).key
+    key = order.cost(
+        selection.victims, selection.violations, selection.opted_out, selection.broken.count, selection.homeless.count
+    ).key
     assert len(floor) == len(key)
     start = order.position(ranking.START)
     assert all(f <= k for f, k in zip(floor[:start], key[:start])), (floor, key)
@@ -241,14 +246,16 @@ def test_a_start_bound_says_no_later_than():
 def test_a_sum_bound_with_negative_priorities_names_victims_not_a_sum():
     # Priority -5 everywhere: n1's three victims sum to -15, below n0's -5, yet n1 costs more
     # (its shifted sum is larger); the bound speaks of victims, not of a sum it cannot promise.
+    # Every pod is a ReplicaSet's with room for its replacement on the spare node: all have a home.
     running = [
-        pod("w", node="n0", priority=-5, cpu=4, qos=G),
-        pod("x", node="n1", priority=-5, cpu=2, qos=B),
-        pod("a", node="n1", priority=-5, cpu=2, qos=G, labels={"app": "guarded"}),
-        pod("b1", node="n1", priority=-5, cpu=1, qos=G),
-        pod("b2", node="n1", priority=-5, cpu=1, qos=G),
+        pod("w", node="n0", priority=-5, cpu=4, qos=G, kind="ReplicaSet"),
+        pod("x", node="n1", priority=-5, cpu=2, qos=B, kind="ReplicaSet"),
+        pod("a", node="n1", priority=-5, cpu=2, qos=G, labels={"app": "guarded"}, kind="ReplicaSet"),
+        pod("b1", node="n1", priority=-5, cpu=1, qos=G, kind="ReplicaSet"),
+        pod("b2", node="n1", priority=-5, cpu=1, qos=G, kind="ReplicaSet"),
     ]
-    v = view([node("n0", cpu=4), node("n1", cpu=6)], running, [pdb("guarded", allowed=0, match={"app": "guarded"})])
+    nodes = [node("n0", cpu=4), node("n1", cpu=6), node("spare", cpu=8)]
+    v = view(nodes, running, [pdb("guarded", allowed=0, match={"app": "guarded"})])
     proposals = {"n0": Proposal(("uid-default-w",), 0), "n1": Proposal(("uid-default-x", "uid-default-b1", "uid-default-b2"), 0)}
     preemptor = pod("pre", priority=10, cpu=4)
     fast = decide(view=v, preemptor=preemptor, proposals=proposals)

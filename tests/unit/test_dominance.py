@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy import gangs, preempt, ranking, stock
+from policy import gangs, homes, preempt, ranking, stock
 from policy.causes import Cause
 from policy.pdb import count_violations
 from policy.qos import QoS
@@ -27,15 +27,21 @@ def both(v, preemptor, name="n1", order=ranking.DEFAULT):
     reservations = v.reservations(name, pod=preemptor)
     mine = select_victims(
         node=info, preemptor=preemptor, reservations=reservations, budgets_of=v.budgets_covering, gang_of=v.gang_of,
-        order=order,
+        order=order, homes=homes.of(v),
     )
     theirs = stock.select_victims(node=info, preemptor=preemptor, reservations=reservations, budgets_of=v.budgets_covering)
     return mine, theirs
 
 
-def key(victims, v, order=ranking.DEFAULT):
+def key(victims, v, order=ranking.DEFAULT, node="n1"):
     broken = gangs.count_broken(victims, v.gang_of).count
-    return order.cost(victims, count_violations(victims, v.budgets_covering), broken=broken).key
+    homeless = homes.homeless(victims, homes.of(v), node=node).count
+    return order.cost(victims, count_violations(victims, v.budgets_covering), broken=broken, homeless=homeless).key
+
+
+# Who re-creates a pod, by its index: bare (no home), a ReplicaSet's (a home where it fits), a
+# DaemonSet's (none elsewhere).
+KINDS = (None, "ReplicaSet", "ReplicaSet", "DaemonSet")
 
 
 def members_elsewhere(elsewhere):
@@ -94,23 +100,25 @@ gang_elsewhere = st.tuples(st.integers(0, 2), st.integers(0, 2))
     minimums=gang_minimums,
     elsewhere=gang_elsewhere,
     order=st.permutations(ranking.MOVABLE).map(ranking.Order),  # any order a policy may give
+    spare=st.integers(0, 6),
 )
 def test_reprieve_never_costs_more_than_stock_on_a_node(
-    running, allowed, need, preemptor_priority, held, slots, minimums, elsewhere, order
+    running, allowed, need, preemptor_priority, held, slots, minimums, elsewhere, order, spare
 ):
     pods = [
         pod(
             f"p{i}", node="n1", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
             labels={"app": "a"} if budgeted else {"app": f"x{i}"}, terminating=term == 0,
-            gang=(f"g{gang}", None) if gang else None,
+            gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4],
         )
         for i, (prio, cpu, qos, start, budgeted, term, gang) in enumerate(running)
     ]
     if held:
         pods.append(pod("held", cpu=held, priority=preemptor_priority, nominated="n1"))
     pods += members_elsewhere(elsewhere)
+    # A spare node with room for some replacements (their homes).
     v = view(
-        [node("n1", cpu=12, pods=slots)], pods, [pdb("a", allowed=allowed, match={"app": "a"})],
+        [node("n1", cpu=12, pods=slots), node("spare", cpu=spare)], pods, [pdb("a", allowed=allowed, match={"app": "a"})],
         groups=[group("g1", minimums[0]), group("g2", minimums[1])],
     )
     mine, theirs = both(v, pod("pre", cpu=need, priority=preemptor_priority), order=order)
@@ -162,7 +170,7 @@ def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
         pod(
             f"p{i}", node=f"n{n}", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
             labels={"app": ("x", "a", "b")[budget], "id": str(i)}, terminating=term == 0,
-            gang=(f"g{gang}", None) if gang else None,
+            gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4],
         )
         for i, (n, prio, cpu, qos, start, budget, term, gang) in enumerate(running)
     ]
@@ -185,4 +193,4 @@ def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
     assert len(decision.answer) == 1, decision.reasons
     (offered,) = decision.answer
     outcome = next(o for o in decision.outcomes if o.node == offered)
-    assert key(outcome.victims, v) <= key(theirs, v), (offered, dry.pick.chosen)
+    assert key(outcome.victims, v, node=offered) <= key(theirs, v, node=dry.pick.chosen), (offered, dry.pick.chosen)

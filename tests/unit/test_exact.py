@@ -35,7 +35,9 @@ def test_one_large_victim_beats_the_two_small_ones_every_greedy_order_takes():
     assert "the cheapest of every set" in chosen.reasons[0]
 
 
-def brute_force(room, checked, live, leaving, budgets_of, opted_out, gang_of=None, order=ranking.DEFAULT):
+def brute_force(
+    room, checked, live, leaving, budgets_of, opted_out, gang_of=None, order=ranking.DEFAULT, no_home=frozenset()
+):
     best = None
     for size in range(len(live) + 1):
         for evicted in itertools.combinations(live, size):
@@ -46,7 +48,8 @@ def brute_force(room, checked, live, leaving, budgets_of, opted_out, gang_of=Non
             victims = most_important_first((*leaving, *evicted))
             violations = count_violations(victims, budgets_of)
             broken = gangs.count_broken(evicted, gang_of).count
-            key = order.cost(victims, violations, sum(p.uid in opted_out for p in evicted), broken).key
+            homeless = sum(p.uid in no_home for p in evicted)
+            key = order.cost(victims, violations, sum(p.uid in opted_out for p in evicted), broken, homeless).key
             best = key if best is None or key < best else best
     return best
 
@@ -104,6 +107,7 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
     args = dict(
         room=space, checked=checked, live=live, leaving=leaving, budgets_of=v.budgets_covering, opted_out=opted_out,
         gang_of=v.gang_of, order=order,
+        no_home=frozenset(p.uid for p in live if int(p.name[1:]) % 2),  # no home (policy.homes): odd ones
     )
     expected = brute_force(**args)
     found = exact.cheapest(**args, beat=NOTHING)
@@ -119,7 +123,9 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
     violations = count_violations(found.victims, v.budgets_covering)
     assert found.violations == violations
     broken = gangs.count_broken(found.victims, v.gang_of).count
-    assert order.cost(found.victims, violations, sum(p.uid in opted_out for p in found.victims), broken).key == found.key
+    homeless = sum(p.uid in args["no_home"] for p in found.victims)
+    opted = sum(p.uid in opted_out for p in found.victims)
+    assert order.cost(found.victims, violations, opted, broken, homeless).key == found.key
 
 
 @settings(max_examples=300, deadline=None)

@@ -442,3 +442,28 @@ def test_node_labels_taints_and_cordon_are_read():
     )
     plain = translate.node_record(kube.Node.model_validate({"metadata": {"name": "n2"}}))
     assert (plain.labels, plain.taints, plain.unschedulable) == ({}, (), False)
+
+
+def test_preempt_offers_the_node_whose_victim_has_a_home():
+    # n1 and n2 (4 cpu) each run a 1-cpu priority-100 pod and a 2-cpu priority-1 pod: on n1 a
+    # bare pod, on n2 a ReplicaSet's, whose replacement fits on the spare node (2 cpu, too small
+    # for the 3-cpu preemptor). The bare pod is the younger: stock evicts it (gone for good);
+    # reprieve the ReplicaSet's, which restarts on the spare node.
+    from policy import preempt, stock
+    from tests.builders import scheduler_proposals
+
+    bare = pod("bare", node="n1", cpu=2, priority=1, start=200)
+    owned = pod("owned", node="n2", cpu=2, priority=1, start=100, kind="ReplicaSet")
+    high = [pod(f"high{i}", node=f"n{i}", cpu=1, priority=100) for i in (1, 2)]
+    v = view([node("n1", cpu=4), node("n2", cpu=4), node("spare", cpu=2)], [bare, owned, *high])
+    preemptor = pod("pre", cpu=3, priority=10)
+    assert stock.decide(view=v, preemptor=preemptor, node_names=["n1", "n2", "spare"]).pick.chosen == "n1"
+    decision = preempt.decide(view=v, preemptor=preemptor, proposals=scheduler_proposals(v, preemptor))
+    assert list(decision.answer) == ["n2"]
+    n1 = next(o for o in decision.outcomes if o.node == "n1")
+    # Its bound says so without solving it (policy.bounds); solved, its reasons say why.
+    assert n1.reasons == ("not solved: cannot beat n2: victims with no home at least 1 here vs 0",)
+    full = preempt.decide(view=v, preemptor=preemptor, proposals=scheduler_proposals(v, preemptor), exhaustive=True)
+    n1 = next(o for o in full.outcomes if o.node == "n1")
+    assert "victims with no home 1 here vs 0" in n1.reasons[-1], n1.reasons
+    assert "1 victim(s) have nowhere else to go: default/bare (no controller re-creates it)" in n1.reasons

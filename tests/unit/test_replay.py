@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy import gangs, ranking, replay, workload
+from policy import gangs, homes, ranking, replay, workload
 from policy.pdb import count_violations
 from policy.qos import QoS
 from tests.builders import node, pdb, pod, view
@@ -88,10 +88,11 @@ def test_with_replace_an_owned_victim_comes_back_queued_and_can_preempt_in_turn(
     assert (t.preemptions, t.victims, t.no_home, t.cascade, t.pending) == (2, 2, 2, 1, 1)
 
 
-def test_an_unowned_victim_has_no_replacement_and_is_not_counted_homeless():
+def test_an_unowned_victim_has_no_replacement_and_is_counted_homeless():
+    # Nothing re-creates a bare pod: gone for good (policy.homes' "no home"); no replacement is queued.
     v = view([node("n1", cpu=4)], [pod("low", node="n1", cpu=4, priority=0)])
     run = replay.replay(v, [pod("urgent", cpu=4, priority=10)], side=replay.STOCK, replace=True)
-    assert len(run.steps) == 1 and run.totals.no_home == 0
+    assert len(run.steps) == 1 and run.totals.no_home == 1
 
 
 def test_budgets_follow_the_evictions():
@@ -155,11 +156,11 @@ def test_stock_evicts_a_burstable_pod_for_a_pod_slot_a_best_effort_one_would_fre
     runs = replay.compare(v, [pod("urgent", cpu=2, priority=10)])
     assert runs[replay.STOCK].totals.as_dict() == {
         "preemptions": 1, "victims": 1, "pdb_violations": 0, "broken_gangs": 0, "guaranteed_victims": 0, "burstable_victims": 1,
-        "priority_loss": 1, "no_home": 0, "cascade": 0, "pending": 0,
+        "priority_loss": 1, "no_home": 1, "cascade": 0, "pending": 0,
     }
     assert runs[replay.REPRIEVE].totals.as_dict() == {
         "preemptions": 1, "victims": 1, "pdb_violations": 0, "broken_gangs": 0, "guaranteed_victims": 0, "burstable_victims": 0,
-        "priority_loss": 1, "no_home": 0, "cascade": 0, "pending": 0,
+        "priority_loss": 1, "no_home": 1, "cascade": 0, "pending": 0,
     }
 
 
@@ -234,7 +235,7 @@ def test_every_decision_along_reprieves_replay_costs_no_more_than_stocks(seed, p
     def both(view, pod):
         mine, theirs = replay.reprieve_side(view, pod), replay.stock_side(view, pod)
         if theirs.victims and mine.victims:
-            compared.append((_key(mine.victims, view), _key(theirs.victims, view), pod.key))
+            compared.append((_key(mine, view), _key(theirs, view), pod.key))
         return mine
 
     with mock.patch.dict(replay.SIDES, {"checked": both}):
@@ -243,6 +244,8 @@ def test_every_decision_along_reprieves_replay_costs_no_more_than_stocks(seed, p
         assert mine <= theirs, (f"--generate {pending} --seed {seed}", key)
 
 
-def _key(victims, view):
+def _key(choice, view):
+    victims = choice.victims
     broken = gangs.count_broken(victims, view.gang_of).count
-    return ranking.cost(victims, count_violations(victims, view.budgets_covering), broken=broken).key
+    homeless = homes.homeless(victims, homes.of(view), node=choice.node).count
+    return ranking.cost(victims, count_violations(victims, view.budgets_covering), broken=broken, homeless=homeless).key

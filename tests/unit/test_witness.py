@@ -96,7 +96,8 @@ def test_events_on_the_preemptor_and_the_victim_once_the_view_shows_the_preempti
     assert on_victim.note == (
         "For shop/checkout (priority 10) on n1, chosen over the pods that stay: batch/guaranteed "
         "(Guaranteed before Burstable at priority 1). 2 lower-priority pod(s), 1 reprieved; "
-        "evicting 1 frees cpu=2 pods=1; violates no PodDisruptionBudget."
+        "evicting 1 frees cpu=2 pods=1; violates no PodDisruptionBudget; "
+        "1 victim(s) have nowhere else to go: batch/burstable (no controller re-creates it)."
     )
     assert len(w) == 0
     w.check(carried_out(v, preemptor, burstable))
