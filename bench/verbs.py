@@ -168,6 +168,7 @@ def measure(args: argparse.Namespace) -> dict:
             ]
         }
     )
+    rules = getattr(rules, "rules", rules)  # a Policy since the ranking's order (a Rules before: --baseline)
     with_policy = create_app(Settings(), cluster=StaticCluster(view), rules=rules).test_client()
 
     requests = [("filter", f"filter ({len(names)} names)", filter_body, client)]
