@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from policy import gangs, stock
+from policy import gangs, homes, stock
 from policy.model import Pod
 from policy.preempt import PreemptDecision, Proposal, Verdict
 from policy.victims import most_important_first
@@ -43,6 +43,7 @@ class Answer:
     budgets: Mapping[str, tuple[str, ...]]  # UID -> PodDisruptionBudgets covering it (victims and stayed)
     in_gangs: Mapping[str, str] | None = None  # UID -> its gang, described (victims and stayed; policy.gangs)
     broken: tuple[str, ...] = ()  # the gangs the victims break, described
+    no_home: Mapping[str, str] | None = None  # UID -> why it has no home off the node (victims and stayed)
 
 
 def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal], decision: PreemptDecision) -> Answer:
@@ -79,6 +80,10 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
         )
     budgets = {p.uid: tuple(sorted(b.key for b in view.budgets_covering(p))) for p in (*victims, *stayed)}
     in_gangs = {p.uid: g.describe() for p in (*victims, *stayed) if (g := view.gang_of(p)) is not None}
+    where = homes.of(view)
+    no_home = {
+        p.uid: why for p in (*victims, *stayed) if (why := where.why_not(p, excluding=chosen.node)) is not None
+    } if chosen is not None else {}
     return Answer(
         preemptor=preemptor,
         node=chosen.node if chosen else None,
@@ -92,6 +97,7 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
         stayed=stayed,
         budgets={uid: keys for uid, keys in budgets.items() if keys},
         in_gangs=in_gangs,
+        no_home=no_home,
         broken=tuple(g.describe() for g in gangs.count_broken(victims, view.gang_of).gangs),
     )
 
@@ -110,7 +116,7 @@ def victim_note(a: Answer, victim: Pod) -> str:
     if a.stayed:
         groups: dict[str, list[str]] = {}
         for pod in a.stayed:
-            groups.setdefault(_why_stays(pod, victim, a.budgets, a.in_gangs or {}), []).append(pod.key)
+            groups.setdefault(_why_stays(pod, victim, a.budgets, a.in_gangs or {}, a.no_home or {}), []).append(pod.key)
         parts = [f"{_names(keys)} ({why})" for why, keys in groups.items()]
         text += ", chosen over the pods that stay: " + "; ".join(parts)
     else:
@@ -143,7 +149,9 @@ def _against_stock(a: Answer) -> str:
     return f", not {_pods(theirs)} stock would have taken" + ("" if node == a.node else f" on {node}")
 
 
-def _why_stays(pod: Pod, victim: Pod, budgets: Mapping[str, tuple[str, ...]], in_gangs: Mapping[str, str]) -> str:
+def _why_stays(
+    pod: Pod, victim: Pod, budgets: Mapping[str, tuple[str, ...]], in_gangs: Mapping[str, str], no_home: Mapping[str, str]
+) -> str:
     """The first of reprieve's criteria by which ``pod`` is kept before ``victim``."""
     if in_gangs.get(pod.uid) and not in_gangs.get(victim.uid):
         return f"a member of {in_gangs[pod.uid]}"
@@ -156,6 +164,8 @@ def _why_stays(pod: Pod, victim: Pod, budgets: Mapping[str, tuple[str, ...]], in
         if pod.qos > victim.qos:
             return f"{pod.qos.wire} before {victim.qos.wire} at priority {pod.priority}"
         return f"{pod.qos.wire}, but too small to make room"
+    if pod.uid in no_home and victim.uid not in no_home:
+        return f"no home elsewhere ({no_home[pod.uid]}), where {victim.key} has one"
     if (pod.start_time or 0) < (victim.start_time or float("inf")):
         return f"started earlier, same priority and QoS class {pod.qos.wire}"
     return "too small to make room"

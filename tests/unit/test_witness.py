@@ -186,6 +186,26 @@ def test_the_notes_name_the_gangs_kept_whole_and_broken():
     ), recorded.events[0].note
 
 
+def test_the_victim_note_says_which_pods_stay_for_having_no_home():
+    # n1 (6 cpu): a priority-100 pod (1 cpu), a bare pod and an older ReplicaSet's pod (2 cpu,
+    # priority 1, Burstable both). The preemptor needs 3: one of the two goes. The ReplicaSet's
+    # replacement fits on the spare node; nothing re-creates the bare pod: it stays.
+    high = pod("high", ns="batch", node="n1", cpu=1, priority=100)
+    bare = pod("bare", ns="batch", node="n1", cpu=2, priority=1, start=200)
+    owned = pod("owned", ns="batch", node="n1", cpu=2, priority=1, start=100, kind="ReplicaSet")
+    preemptor = pod("checkout", ns="shop", cpu=3, priority=10)
+    v = view([node("n1", cpu=6), node("spare", cpu=2)], [high, bare, owned, preemptor])
+    w, recorded, _ = witness()
+    decision = answer(w, v, preemptor, [bare])
+    assert [p.name for p in decision.outcomes[0].victims] == ["owned"]
+    w.check(carried_out(v, preemptor, owned))
+    note = recorded.events[1].note
+    assert (
+        "chosen over the pods that stay: batch/bare (no home elsewhere (no controller re-creates it), "
+        "where batch/owned has one)"
+    ) in note, note
+
+
 def test_shadow_mode_records_one_would_have_event_only_with_events_shadow():
     v, preemptor, burstable, guaranteed = scene()
     w, recorded, _ = witness(Mode.SHADOW, Events.ON)
