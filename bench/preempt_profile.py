@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.verbs import cluster, preemptor  # noqa: E402
 from extender.state import kube, translate  # noqa: E402
 from extender.state.snapshot import from_documents  # noqa: E402
-from policy import bounds  # noqa: E402
+from policy import bounds, ranking  # noqa: E402
 from policy.causes import Cause  # noqa: E402
 from policy.preempt import Proposal, decide  # noqa: E402
 
@@ -47,8 +47,9 @@ def main() -> None:
     assert fast.answer == full.answer, "the fast path must answer as solving every node does"
     unsolved = sum(o.cause is Cause.NOT_SOLVED for o in fast.outcomes)
     print(f"solved {len(names) - unsolved} of {len(names)} candidates; {full.reasons[0]}")
+    at = ranking.DEFAULT.position(ranking.PDB_VIOLATIONS)
     gaps = [
-        o.cost.key[1] - bounds.floor(view, view.nodes[o.node], pod, view.reservations(o.node, pod=pod))[1]
+        o.cost.value(ranking.PDB_VIOLATIONS) - bounds.floor(view, view.nodes[o.node], pod, view.reservations(o.node, pod=pod))[at]
         for o in full.outcomes
         if o.cost is not None
     ]

@@ -20,7 +20,10 @@ the group object it names (``GroupMinimum``, read from the cluster by the extend
 
 Unknown or incomplete markings (no minimum anywhere, a count that is not a positive integer)
 mean independent pods, never an error; so does a minimum of 1 (one member runs alone: Volcano
-makes such a PodGroup for every plain pod it schedules) or a JobSet of one pod.
+makes such a PodGroup for every plain pod it schedules) or a JobSet of one pod. A gang with
+fewer members running than its minimum is not whole now (still assembling, a member waiting
+for its replacement, members finished and gone from the view): nothing an eviction does
+breaks it, and its pods count as independent until it is whole again.
 """
 
 from __future__ import annotations
@@ -86,8 +89,8 @@ class Gang:
 
     @property
     def spare(self) -> int:
-        """Members that may go without breaking it."""
-        return max(0, self.running - self.minimum)
+        """Members that may go without breaking it (a Gang runs at least its minimum)."""
+        return self.running - self.minimum
 
     def describe(self) -> str:
         return f"gang {self.key} ({self.running} running, at least {self.minimum} needed: {self.source})"
@@ -140,7 +143,8 @@ def _positive(text: str | None) -> int | None:
 
 def gang(mark_: GangMark, members: Sequence["Pod"], groups: Mapping[str, GroupMinimum]) -> Gang | None:
     """``mark_``'s gang given all pods that carry its key (bound, pending or terminating) and
-    the group objects' minimums; None when no minimum is known or it is 1 (independent pods)."""
+    the group objects' minimums; None when no minimum is known or it is 1, or when fewer
+    members run than the minimum (independent pods: see the module docstring)."""
     running = sum(1 for p in members if p.node_name is not None and not p.terminating)
     if mark_.everyone:
         minimum, source = sum(1 for p in members if not p.terminating), mark_.source
@@ -150,7 +154,7 @@ def gang(mark_: GangMark, members: Sequence["Pod"], groups: Mapping[str, GroupMi
         minimum, source = found.minimum, f"{mark_.source}, {found.source}={found.minimum}"
     else:
         return None
-    return Gang(mark_.key, minimum, running, source) if minimum >= 2 else None
+    return Gang(mark_.key, minimum, running, source) if minimum >= 2 and running >= minimum else None
 
 
 @dataclass(frozen=True, slots=True)

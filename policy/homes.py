@@ -219,7 +219,8 @@ class Homes:
         kept = self._by_free[resource] = (minus_free, names)
         if missing or not table:
             # Only so many resources carried (a made-up one would otherwise stay for good).
-            if what in self._memo or sum(w[0] == FREE_ROOM for w in self._memo) < RESOURCES:
+            # A copy of the keys: other requests' threads add and drop tables meanwhile.
+            if what in self._memo or sum(w[0] == FREE_ROOM for w in list(self._memo)) < RESOURCES:
                 self._memo[what] = dict(zip(names, minus_free))
         return kept
 

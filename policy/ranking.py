@@ -168,8 +168,8 @@ class Order(Layout):
         exact victim search on nodes whose floor is above the best cost found."""
         shifted = victims * (lowest + SHIFT) if victims else 0
         # No bound on broken gangs: a gang's spare changes with members on other nodes, which a
-        # per-node summary would not see change (0 is a lower bound; nodes where a gang must
-        # break are solved rather than skipped).
+        # per-node summary would not see change (0 is a lower bound: a node is never skipped
+        # for the gangs it must break, only for what comes after them in the key).
         return self.arrange((0, 0, violations, top, guaranteed, burstable, homeless, shifted, victims, start))
 
     def canonical(self, key: tuple) -> tuple:

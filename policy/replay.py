@@ -32,7 +32,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from policy import gangs, stock
+from policy import gangs, homes, stock
 from policy.model import DisruptionBudget, Pod
 from policy.pdb import count_violations
 from policy.preempt import decide
@@ -109,7 +109,7 @@ class Step:
     node: str | None  # where it was bound; None: left pending
     victims: tuple[str, ...]  # namespace/name of the pods its preemption removed
     pdb_violations: int
-    no_home: tuple[str, ...]  # victims no controller re-creates, and replacements that fit on no node
+    no_home: tuple[str, ...]  # its victims with no home (policy.homes), by name
     why: str
     broken_gangs: tuple[str, ...] = ()  # keys of the gangs its victims broke (policy.gangs)
 
@@ -128,8 +128,9 @@ class Totals:
     guaranteed_victims: int
     burstable_victims: int
     priority_loss: int  # sum over victims of (priority - floor + 1), floor: the lowest priority in the workload
-    # victims no controller re-creates (bare pods: gone for good), and controller-owned victims
-    # whose replacement fits on no node right after the preemption (policy.homes' "no home")
+    # victims with no home (policy.homes, as reprieve's ranking counts them): nothing re-creates
+    # them elsewhere (bare pods: gone for good; DaemonSet and static pods), or their replacement
+    # fits on no node but the preempted one, as the cluster stood
     no_home: int
     cascade: int  # the deepest replacement that preempted (0: no replacement preempted)
     pending: int  # pods (replacements included) left unbound
@@ -193,15 +194,11 @@ def replay(
         live = tuple(v for v in choice.victims if not v.terminating)
         violations = count_violations(choice.victims, current.budgets_covering).count if live else 0
         broken = tuple(g.key for g in gangs.count_broken(live, current.gang_of).gangs)
+        where = homes.of(current)
+        no_home = tuple(v.key for v in live if where.home(v, excluding=choice.node) is None)
         cluster.apply(pod, choice.node, choice.victims)
         removed.extend(live)
-        owned = [v for v in live if v.owner is not None]
-        replacements = [_replacement(v) for v in owned]
-        after = cluster.view
-        no_home = (
-            *(v.key for v in live if v.owner is None),
-            *(r.key for r in replacements if not _fits_somewhere(after, r)),
-        )
+        replacements = [_replacement(v) for v in live if v.owner is not None]
         if replace:
             queue.extend((r, depth + 1) for r in replacements)
         steps.append(
@@ -246,10 +243,6 @@ def _replacement(victim: Pod) -> Pod:
         terminating=False,
         bound_at=None,
     )
-
-
-def _fits_somewhere(view: ClusterView, pod: Pod) -> bool:
-    return any(not stock.shortfall(view=view, pod=pod, node=info) for info in view.nodes.values())
 
 
 class _Cluster:

@@ -208,7 +208,7 @@ def _attempt(
     ]
     broken = gangs.count_broken(victims, gang_of)
     if broken.count:
-        reasons.append(broken.describe() + ": no victim set without it fits")
+        reasons.append(broken.describe())
     whole = gangs.kept_whole(candidates, victims, gang_of)
     if whole:
         reasons.append("takes no more than it can spare from " + "; ".join(g.describe() for g in whole))

@@ -35,6 +35,7 @@ REQUEST = "request"
 REQUEST_TABLES = 8
 REQUEST_NAMES = 64
 _ASKED_ONCE = ("request names asked once",)  # the memo's entry for them (not a table)
+_UNSEEN = object()  # ClusterView.gang_of: not asked yet in this view (None is an answer)
 
 
 def known_to_scheduler(holder: Pod, pod: Pod) -> bool:
@@ -110,7 +111,7 @@ class ClusterView:
     revision: int = field(default=0, compare=False)
     changes: Changes | None = field(default=None, compare=False, repr=False)
     # gang key -> policy.gangs.Gang (or None), computed on first use (gang_of): never carried over.
-    _gangs: dict[str, gangs.Gang | None] = field(default_factory=dict, compare=False, repr=False)
+    _gangs: dict[gangs.GangMark, gangs.Gang | None] = field(default_factory=dict, init=False, compare=False, repr=False)
     # policy.homes.Homes of this view, made on first use (policy.homes.of): never carried over,
     # and not an init field, so that a view made with dataclasses.replace starts without it.
     _homes: dict[str, object] = field(default_factory=dict, init=False, compare=False, repr=False)
@@ -249,7 +250,10 @@ class ClusterView:
         mark = pod.gang
         if mark is None:
             return None
+        # By the whole mark, not its key: members may carry different counts (Kueue's, LWS's),
+        # and each is judged by its own.
         cache = self._gangs
-        if mark.key not in cache:
-            cache[mark.key] = gangs.gang(mark, self.gang_members.get(mark.key, ()), self.group_minimums)
-        return cache[mark.key]
+        found = cache.get(mark, _UNSEEN)
+        if found is _UNSEEN:
+            found = cache[mark] = gangs.gang(mark, self.gang_members.get(mark.key, ()), self.group_minimums)
+        return found

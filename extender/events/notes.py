@@ -41,7 +41,8 @@ class Answer:
     stock_node: str | None  # where stock preemption goes among the scheduler's proposals
     stayed: tuple[Pod, ...]  # lower-priority pods on reprieve's node that stay, most important first
     budgets: Mapping[str, tuple[str, ...]]  # UID -> PodDisruptionBudgets covering it (victims and stayed)
-    in_gangs: Mapping[str, str] | None = None  # UID -> its gang, described (victims and stayed; policy.gangs)
+    # UID -> its gang, described, for the pods of gangs the victims could have broken and did not
+    in_gangs: Mapping[str, str] | None = None
     broken: tuple[str, ...] = ()  # the gangs the victims break, described
     no_home: Mapping[str, str] | None = None  # UID -> why it has no home off the node (victims and stayed)
 
@@ -79,7 +80,8 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
             if p.priority < preemptor.priority and not p.terminating and p.uid not in gone
         )
     budgets = {p.uid: tuple(sorted(b.key for b in view.budgets_covering(p))) for p in (*victims, *stayed)}
-    in_gangs = {p.uid: g.describe() for p in (*victims, *stayed) if (g := view.gang_of(p)) is not None}
+    kept = {g.key for g in gangs.kept_whole((*victims, *stayed), victims, view.gang_of)}
+    in_gangs = {p.uid: g.describe() for p in stayed if (g := view.gang_of(p)) is not None and g.key in kept}
     where = homes.of(view)
     no_home = {
         p.uid: why for p in (*victims, *stayed) if (why := where.why_not(p, excluding=chosen.node)) is not None
@@ -153,10 +155,10 @@ def _why_stays(
     pod: Pod, victim: Pod, budgets: Mapping[str, tuple[str, ...]], in_gangs: Mapping[str, str], no_home: Mapping[str, str]
 ) -> str:
     """The first of reprieve's criteria by which ``pod`` is kept before ``victim``."""
-    if in_gangs.get(pod.uid) and not in_gangs.get(victim.uid):
-        return f"a member of {in_gangs[pod.uid]}"
     if budgets.get(pod.uid) and not budgets.get(victim.uid):
         return f"behind PodDisruptionBudget {', '.join(budgets[pod.uid])}"
+    if pod.uid in in_gangs and pod.priority <= victim.priority:  # (a higher priority says it plainer)
+        return f"a member of {in_gangs[pod.uid]}"
     if pod.priority != victim.priority:
         higher = "higher" if pod.priority > victim.priority else "lower"
         return f"{higher} priority {pod.priority}" + ("" if higher == "higher" else ", but too small to make room")

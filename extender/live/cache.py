@@ -82,7 +82,6 @@ class LiveCluster:
         self._view: ClusterView | None = None
         self._versions: dict[str, str] = {}
         self._published_generation = -1
-        self._threads: list[threading.Thread] = []
         metrics.cache_staleness.set_function(self.staleness)
         metrics.cache_lag.set_function(self._lag.seconds)
 
@@ -120,8 +119,7 @@ class LiveCluster:
         threads = [self._reflector(kind) for kind in KINDS.values() if not kind.optional]
         threads.append(threading.Thread(target=self._publish_loop, name="publisher", daemon=True))
         threads.append(threading.Thread(target=self._discover_loop, name="discovery", daemon=True))
-        self._threads.extend(threads)
-        for thread in threads:  # not self._threads: discovery adds the optional kinds' reflectors, started
+        for thread in threads:  # daemons, like the optional kinds' reflectors discovery starts
             thread.start()
         return self
 
@@ -195,9 +193,7 @@ class LiveCluster:
                         self._pending.add(kind.name)
                 watching = kind.name in self._watching
             if start:  # it counts as watched once it has listed (_sync_changed)
-                reflector = self._reflector(kind)
-                self._threads.append(reflector)
-                reflector.start()
+                self._reflector(kind).start()  # not kept: a forbidden kind's ends at once, every round
             elif not watching:
                 self._metrics.cache_kind_watched.labels(kind.name).set(0)
                 if state != SERVED:
@@ -206,7 +202,7 @@ class LiveCluster:
     def _served(self, kind: Kind) -> tuple[str, str]:
         """(SERVED, NOT_SERVED, FORBIDDEN or UNKNOWN, why) from the kind's discovery document."""
         try:
-            document = self._api.get(kind.group_version, {}, timeout=15)
+            document = self._api.get(kind.group_version, {}, timeout=5)  # three per round, before the first view
         except ApiError as exc:
             state = {404: NOT_SERVED, 403: FORBIDDEN}.get(exc.status, UNKNOWN)
             return state, f"GET {kind.group_version}: {exc}"
@@ -215,7 +211,7 @@ class LiveCluster:
         for resource in (document.get("resources") if isinstance(document, dict) else None) or ():
             if isinstance(resource, dict) and resource.get("name") == kind.resource:
                 verbs = resource.get("verbs")
-                if verbs is None or {"list", "watch"} <= set(verbs):
+                if verbs is None or (isinstance(verbs, list) and {"list", "watch"} <= {v for v in verbs if isinstance(v, str)}):
                     return SERVED, ""
                 return NOT_SERVED, f"{kind.group_version} serves {kind.resource} without list and watch"
         return NOT_SERVED, f"{kind.group_version} does not serve {kind.resource}"

@@ -78,10 +78,30 @@ def test_a_gang_spares_what_it_runs_beyond_its_minimum():
 def test_a_jobset_needs_every_member_it_has():
     mark = GangMark("jobset default/js", None, "JobSet: every pod required", everyone=True)
     members = [dataclasses.replace(pod(f"w{i}", node="n1"), gang=mark) for i in range(3)]
-    members.append(dataclasses.replace(pod("w3"), gang=mark))  # pending: still required
     g = view([node("n1")], members).gang_of(members[0])
-    assert (g.running, g.minimum, g.spare) == (3, 4, 0)
+    assert (g.running, g.minimum, g.spare) == (3, 3, 0)
     assert view([node("n1")], members[:1]).gang_of(members[0]) is None  # a JobSet of one pod
+    # A member pending (its replacement, say): the JobSet is not whole, nothing breaks it now.
+    waiting = [*members, dataclasses.replace(pod("w3"), gang=mark)]
+    assert view([node("n1")], waiting).gang_of(members[0]) is None
+
+
+def test_a_gang_below_its_minimum_is_not_whole_and_counts_as_independent_pods():
+    members = [pod("a", node="n1", gang=("g", None)), pod("b", gang=("g", None))]  # b pending
+    v = view([node("n1")], members, groups=[group("g", 2)])
+    assert v.gang_of(members[0]) is None
+    assert gangs.count_broken(members, v.gang_of).count == 0
+
+
+def test_members_are_judged_by_their_own_counts_whoever_is_asked_first():
+    # Kueue's total count is per pod: two members disagreeing keep their own minimums.
+    a = pod("a", node="n1", gang=("g", 2))
+    b = pod("b", node="n1", gang=("g", 1))
+    c = pod("c", node="n1", gang=("g", 2))
+    for first in (a, b):
+        v = view([node("n1")], [a, b, c])
+        v.gang_of(first)
+        assert v.gang_of(a).minimum == 2 and v.gang_of(b) is None  # b's minimum 1: no gang
 
 
 def test_counting_broken_gangs_skips_terminating_victims_and_spares():
@@ -168,10 +188,10 @@ def test_preempt_offers_the_node_where_no_gang_breaks():
 
 def test_group_minimums_are_looked_up_by_the_members_key():
     mark = GangMark("coscheduling ml/pg", None, "label")
-    p = dataclasses.replace(pod("a", node="n1", ns="ml"), gang=mark)
-    v = view([node("n1")], [p], groups=[GroupMinimum("coscheduling ml/pg", 2, "PodGroup ml/pg spec.minMember")])
+    p, q = (dataclasses.replace(pod(n, node="n1", ns="ml"), gang=mark) for n in ("a", "b"))
+    v = view([node("n1")], [p, q], groups=[GroupMinimum("coscheduling ml/pg", 2, "PodGroup ml/pg spec.minMember")])
     assert v.gang_of(p).minimum == 2
-    assert view([node("n1")], [p], groups=[GroupMinimum("volcano ml/pg", 2, "x")]).gang_of(p) is None
+    assert view([node("n1")], [p, q], groups=[GroupMinimum("volcano ml/pg", 2, "x")]).gang_of(p) is None
 
 
 def test_the_reasons_name_the_gangs_a_choice_keeps_within_their_spare():

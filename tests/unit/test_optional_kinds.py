@@ -256,3 +256,33 @@ def test_the_cluster_command_probes_only_the_required_kinds(fake):
     config.host = fake.host
     cluster_command._probe(ApiServer(config), "test")  # no ConfigError
     assert not {KINDS[k].path for k in (COSCHEDULING, VOLCANO, WORKLOAD)} & set(fake.requests)
+
+
+class _Discovery:
+    """An API server that answers every discovery GET with one document (no HTTP)."""
+
+    def __init__(self, document) -> None:
+        self.document = document
+
+    def get(self, path, params, timeout=None):
+        return self.document
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        pytest.param({"resources": [{"name": "podgroups", "verbs": 5}]}, id="verbs-a-number"),
+        pytest.param({"resources": [{"name": "podgroups", "verbs": "list"}]}, id="verbs-a-string"),
+        pytest.param({"resources": [{"name": "podgroups", "verbs": [1, None]}]}, id="verbs-not-strings"),
+        pytest.param({"resources": "podgroups"}, id="resources-not-a-list"),
+        pytest.param(["not", "a", "mapping"], id="not-a-mapping"),
+    ],
+)
+def test_a_malformed_discovery_document_means_not_served_never_a_crash(document):
+    # Found by review: non-list verbs raised TypeError and ended the round for every kind.
+    from extender.live.cache import NOT_SERVED, OPTIONAL
+
+    live = LiveCluster(_Discovery(document), metrics=Metrics())
+    for kind in OPTIONAL:
+        state, why = live._served(kind)
+        assert state == NOT_SERVED, (state, why)

@@ -285,3 +285,18 @@ def test_the_preemptor_note_names_three_other_candidates_and_counts_the_rest():
     text = notes.preemptor_note(answer)
     assert [n for n in names[1:] if f"Not {n}:" in text or f"not {n}:" in text] == ["n1", "n2", "n3"]
     assert text.endswith("and 2 more node(s).")
+
+
+def test_a_gang_member_its_gang_can_spare_stays_for_its_own_reasons():
+    # Found by review: g-a (priority 5) of a gang running 4 needing 2 stayed "a member of gang",
+    # though its gang could spare it; it stays for its higher priority.
+    members = [pod(f"g-{c}", ns="ml", node="n1", cpu=1, priority=5, gang=("g", 2)) for c in "abcd"]
+    low = pod("low", ns="ml", node="n1", cpu=2, priority=1)
+    preemptor = pod("checkout", ns="shop", cpu=2, priority=10)
+    v = view([node("n1", cpu=6)], [*members, low, preemptor])
+    w, recorded, _ = witness()
+    decision = answer(w, v, preemptor, [low])
+    assert [p.name for p in decision.outcomes[0].victims] == ["low"]
+    w.check(carried_out(v, preemptor, low))
+    note = recorded.events[1].note
+    assert "(higher priority 5)" in note and "a member of gang" not in note, note
