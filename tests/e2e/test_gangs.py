@@ -31,6 +31,24 @@ def pod_group(scenario, name: str, *, min_member: int) -> None:
     scenario.saw(COSCHEDULING_GROUPS, made)
 
 
+def lone_pods_then_a_gang(scenario, *, min_member: int) -> tuple[str, list[str], list[str]]:
+    """An 8-cpu node running eight 1-cpu priority-1 pods: four lone ones, then (a second later,
+    so that they are younger) four of gang train, whose PodGroup needs ``min_member``."""
+    n1 = scenario.node("n1", cpu="8")
+    lone = [f"lone-{i}" for i in range(4)]
+    for name in lone:
+        scenario.pod(name, cpu="1", priority=1, node=n1, labels={"app": "lone"})
+    scenario.running_all(*lone)
+    time.sleep(1.1)  # status.startTime has a resolution of one second
+    pod_group(scenario, "train", min_member=min_member)
+    gang = [f"train-{i}" for i in range(4)]
+    for name in gang:
+        scenario.pod(name, cpu="1", priority=1, node=n1, labels={"app": "train", POD_GROUP_LABEL: "train"})
+    scenario.running_all(*gang)
+    scenario.synced()
+    return n1, lone, gang
+
+
 @pytest.mark.parametrize(
     "scheduler",
     [pytest.param(REPRIEVE, id="reprieve-keeps-the-gang-whole"), pytest.param(STOCK, id="stock-breaks-the-gang")],
@@ -40,18 +58,7 @@ def test_a_lone_pod_goes_rather_than_a_member_of_a_gang_that_needs_every_one(sce
     # 4-pod gang whose PodGroup needs all four. The preemptor needs 1 cpu. Upstream evicts the
     # youngest of equal priority, a member of the gang (whose other three then wait for it in
     # vain); reprieve evicts the youngest lone pod.
-    n1 = scenario.node("n1", cpu="8")
-    lone = [f"lone-{i}" for i in range(4)]
-    for name in lone:
-        scenario.pod(name, cpu="1", priority=1, node=n1, labels={"app": "lone"})
-    scenario.running_all(*lone)
-    time.sleep(1.1)  # status.startTime has a resolution of one second: the gang is younger
-    pod_group(scenario, "train", min_member=4)
-    gang = [f"train-{i}" for i in range(4)]
-    for name in gang:
-        scenario.pod(name, cpu="1", priority=1, node=n1, labels={"app": "train", POD_GROUP_LABEL: "train"})
-    scenario.running_all(*gang)
-    scenario.synced()
+    n1, lone, gang = lone_pods_then_a_gang(scenario, min_member=4)
     scenario.pod("preemptor", cpu="1", priority=10, scheduler=scheduler)
     assert scenario.running("preemptor") == n1
     gone = [p for p in (*lone, *gang) if scenario.get(p) is None or scenario.terminating(p)]
@@ -75,18 +82,7 @@ def test_a_lone_pod_goes_rather_than_a_member_of_a_gang_that_needs_every_one(sce
 def test_a_gang_with_members_to_spare_is_no_reason_to_look_elsewhere(scenario):
     # The same node, but the PodGroup needs only 3 of its 4 members: one may go, and the
     # youngest pod (a gang member) is the cheapest victim, as upstream would choose.
-    n1 = scenario.node("n1", cpu="8")
-    lone = [f"lone-{i}" for i in range(4)]
-    for name in lone:
-        scenario.pod(name, cpu="1", priority=1, node=n1, labels={"app": "lone"})
-    scenario.running_all(*lone)
-    time.sleep(1.1)
-    pod_group(scenario, "train", min_member=3)
-    gang = [f"train-{i}" for i in range(4)]
-    for name in gang:
-        scenario.pod(name, cpu="1", priority=1, node=n1, labels={"app": "train", POD_GROUP_LABEL: "train"})
-    scenario.running_all(*gang)
-    scenario.synced()
+    n1, lone, gang = lone_pods_then_a_gang(scenario, min_member=3)
     scenario.pod("preemptor", cpu="1", priority=10)
     assert scenario.running("preemptor") == n1
     gone = [p for p in (*lone, *gang) if scenario.get(p) is None or scenario.terminating(p)]
