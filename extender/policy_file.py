@@ -149,7 +149,7 @@ def _order(names: list[str] | None) -> ranking.Order:
             raise ValueError(f"[{i}]: {name!r} is not a criterion a policy may order; one of: {choices}")
         if name in names[:i]:
             raise ValueError(f"[{i}]: {name!r} is named twice")
-    return ranking.Order.named([*names, *(c.name for c in ranking.MOVABLE if c.name not in names)])
+    return ranking.Order.named(names)
 
 
 def _named(message: str, raw: dict) -> str:

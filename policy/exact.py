@@ -202,7 +202,7 @@ class _Bound:
         """The bound with ``pods`` (of class ``c``) evicted after ``before``. Violations add up
         per budget while no pod is covered by two; otherwise (``overlapping`` is the budget
         lookup) they are counted over the whole set, in upstream's order."""
-        opted, broken, violations, top, g, b, homeless, total, count = self.low
+        opted, violations, broken, top, g, b, homeless, total, count = self.low
         taken = self.taken
         if c.gang is not None:
             gang = c.gang
@@ -223,7 +223,7 @@ class _Bound:
             b += p.qos == QoS.BURSTABLE
             total += p.priority + ranking.SHIFT
         return _Bound(
-            (opted + c.opted_out * len(pods), broken, violations, top, g, b, homeless, total, count + len(pods)),
+            (opted + c.opted_out * len(pods), violations, broken, top, g, b, homeless, total, count + len(pods)),
             tuple(covered.items()),
             taken,
         )

@@ -5,9 +5,10 @@ by the ones before it. The default order (``DEFAULT``):
 
 0. fewest victims whose PriorityClass opts out of preemption (only with a policy, see
    policy.tenancy: such pods are a last resort);
-1. fewest broken gangs (policy.gangs: a gang that loses more members than it can spare
-   loses every running member's work, so one broken gang costs more than any PDB violation);
-2. fewest PodDisruptionBudget violations;
+1. fewest PodDisruptionBudget violations;
+2. fewest broken gangs (policy.gangs: a gang that loses more members than it can spare loses
+   every running member's work; after the budgets, which are their owners' written promise of
+   availability: docs/policy.md says why, with the measurements);
 3. lowest priority of the most important victim;
 4. fewest Guaranteed victims;
 5. fewest Burstable victims;
@@ -20,7 +21,7 @@ by the ones before it. The default order (``DEFAULT``):
 9. latest "earliest start among the highest-priority victims" (upstream's rule: evict the
    youngest work).
 
-Upstream's ``pickOneNodeForPreemption`` uses 2, 3, 7, 8 and 9; reprieve adds 1, the QoS
+Upstream's ``pickOneNodeForPreemption`` uses 1, 3, 7, 8 and 9; reprieve adds 2, the QoS
 criteria 4 and 5, and 6. A policy may reorder 1-8 (``Order``; docs/policy.md): the opted-out victims
 stay first (a last resort is last whatever else) and the start last (a tie-breaker, whose
 lower bound holds only where the priorities before it are equal). Terminating victims are
@@ -65,7 +66,7 @@ START = Criterion("start of the most important victims (later is better)", "top_
 
 # The order in which Order.cost computes them (and the default ranking order).
 CANONICAL = (
-    OPTED_OUT, BROKEN_GANGS, PDB_VIOLATIONS, TOP_PRIORITY, GUARANTEED, BURSTABLE, HOMELESS, PRIORITY_SUM, VICTIMS, START,
+    OPTED_OUT, PDB_VIOLATIONS, BROKEN_GANGS, TOP_PRIORITY, GUARANTEED, BURSTABLE, HOMELESS, PRIORITY_SUM, VICTIMS, START,
 )
 MOVABLE = CANONICAL[1:-1]  # what a policy may reorder
 BY_NAME = {c.name: c for c in CANONICAL}
@@ -112,13 +113,16 @@ class Order(Layout):
 
     @classmethod
     def named(cls, names: Iterable[str]) -> "Order":
-        """The order of these criterion names (Criterion.name); ValueError naming an unknown one."""
-        criteria = []
+        """These criteria (by Criterion.name) first, in the order given, then the others in the
+        default order; ValueError naming an unknown or repeated one."""
+        criteria: list[Criterion] = []
         for name in names:
             if name not in BY_NAME or BY_NAME[name] not in MOVABLE:
                 raise ValueError(f"{name!r} is not a criterion a policy may order; one of: {', '.join(c.name for c in MOVABLE)}")
+            if BY_NAME[name] in criteria:
+                raise ValueError(f"{name!r} is named twice")
             criteria.append(BY_NAME[name])
-        return cls(criteria)
+        return cls([*criteria, *(c for c in MOVABLE if c not in criteria)])
 
     def arrange(self, canonical: tuple) -> tuple:
         """A tuple of CANONICAL's criteria in this order."""
@@ -142,8 +146,8 @@ class Order(Layout):
         earliest_top_start = min(starts, default=math.inf)
         canonical = (
             opted_out,
-            broken,
             violations.count,
+            broken,
             top,
             sum(p.qos == QoS.GUARANTEED for p in live),
             sum(p.qos == QoS.BURSTABLE for p in live),
@@ -170,7 +174,7 @@ class Order(Layout):
         # No bound on broken gangs: a gang's spare changes with members on other nodes, which a
         # per-node summary would not see change (0 is a lower bound: a node is never skipped
         # for the gangs it must break, only for what comes after them in the key).
-        return self.arrange((0, 0, violations, top, guaranteed, burstable, homeless, shifted, victims, start))
+        return self.arrange((0, violations, 0, top, guaranteed, burstable, homeless, shifted, victims, start))
 
     def canonical(self, key: tuple) -> tuple:
         """``key`` (of this order) back in CANONICAL's order."""

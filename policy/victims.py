@@ -267,8 +267,9 @@ def _orders(
     time, its violators first, terminating pods reprieved like the others), so that the
     result never costs more than the set stock kube-scheduler picks on the node.
 
-    Members of gangs that cannot spare them (policy.gangs.protected) come first in every order
-    but upstream's: a broken gang costs more than any PDB violation (policy.ranking). Where
+    Members of gangs that cannot spare them (policy.gangs.protected) come first in a copy of
+    every order but upstream's, tried before the plain ones (the ranking's order decides
+    between a broken gang and what keeping it costs, policy.ranking). Where
     some candidates have no home (``no_home``), one more order keeps them first.
     """
     in_gangs = gangs.protected(live, gang_of)

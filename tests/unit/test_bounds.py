@@ -99,8 +99,9 @@ def test_floor_counts_violations_no_victim_set_can_avoid():
     v = view([node("n1", cpu=6)], running, [pdb("a", allowed=1, match={"app": "a"})])
     preemptor = pod("pre", priority=10, cpu=4)
     floor = bounds.floor(v, v.nodes["n1"], preemptor, ())
-    violations = ranking.DEFAULT.position(ranking.PDB_VIOLATIONS)
-    assert floor[violations : violations + 2] == (1, 1)  # one violation, a victim of priority 1 at least
+    at = ranking.DEFAULT.position
+    # One violation, a victim of priority 1 at least.
+    assert (floor[at(ranking.PDB_VIOLATIONS)], floor[at(ranking.TOP_PRIORITY)]) == (1, 1)
     assert floor[ranking.DEFAULT.position(ranking.VICTIMS)] == 2
 
 

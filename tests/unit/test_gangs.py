@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from policy import gangs, preempt, stock
+from policy import gangs, preempt, ranking, stock
 from policy.gangs import GangMark, GroupMinimum
 from policy.victims import VictimSelection, select_victims
 from tests.builders import group, keys, node, pdb, pod, scheduler_proposals, view
@@ -146,14 +146,23 @@ def test_the_victim_is_a_lone_pod_where_stock_breaks_the_gang():
     assert mine.broken.count == 0
 
 
-def test_a_broken_gang_costs_more_than_a_pdb_violation():
+@pytest.mark.parametrize(
+    ("order", "victim", "violations", "broken"),
+    [
+        # The default: a budget (its owner's promise of availability) before a gang.
+        pytest.param(ranking.DEFAULT, "gang-3", 0, 1, id="default-spares-the-budget"),
+        pytest.param(ranking.Order.named(["broken gangs"]), "lone-3", 1, 0, id="gangs-first-spares-the-gang"),
+    ],
+)
+def test_a_budget_or_a_gang_as_the_ranking_orders_them(order, victim, violations, broken):
+    # The lone pods are behind a budget allowing none; the gang needs all four members.
     v = four_member_gang_and_lone_pods(gang_start=100, lone_start=0, budget=True)
     mine = select_victims(
         node=v.nodes["n1"], preemptor=pod("pre", priority=10, cpu=2), reservations=(),
-        budgets_of=v.budgets_covering, gang_of=v.gang_of,
+        budgets_of=v.budgets_covering, gang_of=v.gang_of, order=order,
     )
-    assert keys(mine.victims) == ["lone-3"]
-    assert mine.violations.count == 1 and mine.broken.count == 0
+    assert keys(mine.victims) == [victim]
+    assert (mine.violations.count, mine.broken.count) == (violations, broken)
 
 
 def test_when_a_gang_must_break_the_reasons_say_which_and_why():
@@ -182,7 +191,7 @@ def test_preempt_offers_the_node_where_no_gang_breaks():
     decision = preempt.decide(view=v, preemptor=preemptor, proposals=scheduler_proposals(v, preemptor))
     assert list(decision.answer) == ["n2"]
     n1 = next(o for o in decision.outcomes if o.node == "n1")
-    assert n1.cost.key[1] == 1  # one broken gang
+    assert n1.cost.value(ranking.BROKEN_GANGS) == 1
     assert any("broken gangs 1 here vs 0" in r for r in n1.reasons), n1.reasons
 
 
