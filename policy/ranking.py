@@ -114,13 +114,14 @@ class Order(Layout):
     @classmethod
     def named(cls, names: Iterable[str]) -> "Order":
         """These criteria (by Criterion.name) first, in the order given, then the others in the
-        default order; ValueError naming an unknown or repeated one."""
+        default order; ValueError ``[index]: why`` for an unknown or repeated one."""
         criteria: list[Criterion] = []
-        for name in names:
+        for i, name in enumerate(names):
             if name not in BY_NAME or BY_NAME[name] not in MOVABLE:
-                raise ValueError(f"{name!r} is not a criterion a policy may order; one of: {', '.join(c.name for c in MOVABLE)}")
+                choices = ", ".join(c.name for c in MOVABLE)
+                raise ValueError(f"[{i}]: {name!r} is not a criterion a policy may order; one of: {choices}")
             if BY_NAME[name] in criteria:
-                raise ValueError(f"{name!r} is named twice")
+                raise ValueError(f"[{i}]: {name!r} is named twice")
             criteria.append(BY_NAME[name])
         return cls([*criteria, *(c for c in MOVABLE if c not in criteria)])
 
