@@ -176,8 +176,8 @@ def _judge(
     exact ties of it may be left unsolved (on identical nodes, all of them)."""
     floors: list[tuple[tuple, str]] = []
     solved: dict[str, NodeOutcome] = {}
-    floors_of = bounds.Floors(view, preemptor, order, homes.of(view))
-    floor_of = None if exhaustive else _floors(view, preemptor, in_flight, floors_of)
+    floors_of = None if exhaustive else bounds.Floors(view, preemptor, order, homes.of(view))
+    floor_of = None if floors_of is None else _floors(view, preemptor, in_flight, floors_of)
     for name in proposals:
         floor = None if floor_of is None else floor_of(name, proposals[name])
         if floor is None or floor is bounds.NO_ROOM:
@@ -189,7 +189,7 @@ def _judge(
     for i, (floor, name) in enumerate(floors):
         # A node that needs no live victim may be one where the pod only waits for pods
         # already terminating (Cause.LEAVING), which overrides every cost: always solved.
-        if best is not None and (floor, name) > best and floor is not floors_of.free:
+        if best is not None and (floor, name) > best and floor is not floors_of.free:  # floors: not exhaustive
             return solved, floors[i:]
         outcome = solved[name] = evaluate(name)
         if outcome.cost is not None and (best is None or (outcome.cost.key, name) < best):
