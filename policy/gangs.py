@@ -201,6 +201,28 @@ def count_broken(victims: Iterable["Pod"], gang_of: GangOf | None) -> Broken:
     return Broken(tuple(sorted((g for k, g in gangs.items() if taken[k] > g.spare), key=lambda g: g.key)))
 
 
+def less_taken(gang_of: GangOf, taken: Iterable["Pod"]) -> GangOf:
+    """``gang_of`` with the live pods of ``taken`` (victims of answers in flight: going, though
+    the view still shows them running) no longer counted as running. A gang they take below its
+    minimum is already broken by those answers: no further eviction breaks it."""
+    gone: dict[str, int] = {}
+    for pod in taken:
+        g = None if pod.terminating else gang_of(pod)
+        if g is not None:
+            gone[g.key] = gone.get(g.key, 0) + 1
+    if not gone:
+        return gang_of
+
+    def after(pod: "Pod") -> Gang | None:
+        g = gang_of(pod)
+        if g is None or g.key not in gone:
+            return g
+        running = g.running - gone[g.key]
+        return Gang(g.key, g.minimum, running, g.source) if running >= g.minimum else None
+
+    return after
+
+
 def kept_whole(candidates: Iterable["Pod"], victims: Iterable["Pod"], gang_of: GangOf | None) -> tuple[Gang, ...]:
     """The gangs that could have been broken by evicting ``candidates`` and are not by
     ``victims`` (for reasons: what the choice kept whole), sorted by key."""

@@ -123,8 +123,11 @@ def decide(
     if refusal is not Refusal.NONE:
         return PreemptDecision(answer={}, outcomes=(), reasons=(why,), refusal=refusal)
 
+    # Victims of answers in flight still run in the view: their gangs can spare that many fewer.
+    gang_of = gangs.less_taken(view.gang_of, (v for f in in_flight for v in f.victims))
+
     def evaluate(name: str, swap: bool = False) -> NodeOutcome:
-        outcome = _evaluate(view, preemptor, name, proposals[name], screen, in_flight, now, swap, order)
+        outcome = _evaluate(view, preemptor, name, proposals[name], screen, in_flight, now, swap, order, gang_of)
         if screen is not None and outcome.verdict is Verdict.PASSED_THROUGH and not outcome.kept_scheduler_victims:
             # The rules cannot be checked on victims reprieve does not know: not offered.
             outcome = dataclasses.replace(
@@ -413,6 +416,7 @@ def _evaluate(
     now: float | None,
     swap: bool,
     order: ranking.Order,
+    gang_of: gangs.GangOf,
 ) -> NodeOutcome:
     node = view.nodes.get(name)
     if node is None:
@@ -458,7 +462,7 @@ def _evaluate(
         taken = sorted(p.key for p in proposed if p.uid in promised)
         if taken:
             return _already_promised(name, taken)
-        return _keep_scheduler_victims(name, proposed, view, screen, order, Cause.UNMODELLED, unmodelled)
+        return _keep_scheduler_victims(name, proposed, view, screen, order, gang_of, Cause.UNMODELLED, unmodelled)
 
     here = _records_here(view, node, preemptor, in_flight, proposed)
     node, reservations, promised, set_aside = here
@@ -472,7 +476,7 @@ def _evaluate(
     def select(at_least: Vector | None) -> VictimSelection | NodeRejected:
         return select_victims(
             node=node, preemptor=preemptor, reservations=reservations, budgets_of=budgets, screen=screen,
-            nameable=nameable, at_least=at_least, swap=swap, gang_of=view.gang_of, order=order, homes=homes.of(view),
+            nameable=nameable, at_least=at_least, swap=swap, gang_of=gang_of, order=order, homes=homes.of(view),
         )
 
     selection = select(at_least)
@@ -488,7 +492,8 @@ def _evaluate(
     if isinstance(selection, NodeRejected):
         if selection.cause is Cause.DOES_NOT_FIT:
             return _no_room_here(
-                name, selection, node, preemptor, reservations, as_proposed, proposed, promised, view, screen, order
+                name, selection, node, preemptor, reservations, as_proposed, proposed, promised, view, screen, order,
+                gang_of,
             )
         return NodeOutcome(name, Verdict.DROPPED, selection.cause, reasons=(selection.reason,))
     if not selection.victims and not as_proposed:
@@ -508,7 +513,7 @@ def _evaluate(
             # deleted, and waiting would then be for nothing. The scheduler's victims are kept
             # (naming again one already going costs nothing).
             why = f"fits once {_keys(staying)} go for an earlier answer, which the view does not show yet"
-            return _keep_scheduler_victims(name, as_proposed, view, screen, order, Cause.IN_FLIGHT, why)
+            return _keep_scheduler_victims(name, as_proposed, view, screen, order, gang_of, Cause.IN_FLIGHT, why)
         return NodeOutcome(
             name, Verdict.DROPPED, Cause.LEAVING, reasons=("fits once the pods terminating here are gone",)
         )
@@ -548,6 +553,7 @@ def _no_room_here(
     view: ClusterView,
     screen: tenancy.Screen | None,
     order: ranking.Order,
+    gang_of: gangs.GangOf,
 ) -> NodeOutcome:
     """A proposed node where reprieve finds no room even with every lower-priority pod gone.
 
@@ -567,7 +573,7 @@ def _no_room_here(
     if taken:
         return _already_promised(name, taken)
     why = f"the scheduler's view of the node is newer than reprieve's, whose own finding was: {rejected.reason}"
-    kept = _keep_scheduler_victims(name, as_proposed, view, screen, order, Cause.SCHEDULER_NEWER, why)
+    kept = _keep_scheduler_victims(name, as_proposed, view, screen, order, gang_of, Cause.SCHEDULER_NEWER, why)
     if kept.verdict is Verdict.DROPPED:
         return kept
     # Not ranked with the nodes reprieve could judge: offered only if none of them can be.
@@ -778,6 +784,7 @@ def _keep_scheduler_victims(
     view: ClusterView,
     screen: tenancy.Screen | None,
     order: ranking.Order,
+    gang_of: gangs.GangOf,
     cause: Cause,
     why: str,
 ) -> NodeOutcome:
@@ -796,7 +803,7 @@ def _keep_scheduler_victims(
         if short:
             return NodeOutcome(name, Verdict.DROPPED, Cause.QUEUE_SHARE, reasons=(f"{why}; but {short}",))
     violations = count_violations(victims, view.budgets_covering)
-    broken = gangs.count_broken(victims, view.gang_of)
+    broken = gangs.count_broken(victims, gang_of)
     homeless = homes.homeless(victims, homes.of(view), node=name)
     return NodeOutcome(
         name,

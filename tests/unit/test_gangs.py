@@ -8,6 +8,7 @@ import pytest
 
 from policy import gangs, preempt, ranking, stock
 from policy.gangs import GangMark, GroupMinimum
+from policy.model import InFlight
 from policy.victims import VictimSelection, select_victims
 from tests.builders import group, keys, node, pdb, pod, scheduler_proposals, view
 
@@ -210,3 +211,19 @@ def test_the_reasons_name_the_gangs_a_choice_keeps_within_their_spare():
         budgets_of=v.budgets_covering, gang_of=v.gang_of,
     )
     assert "takes no more than it can spare from gang test default/train (4 running, at least 4 needed: test gang)" in mine.reasons
+
+
+def test_members_promised_to_an_answer_in_flight_are_not_spared_twice():
+    # A gang of four needing three: one member may go. An answer in flight already takes w0 (the
+    # view still shows it running). A second preemptor on n2 must not take w1 too: the lone pod goes.
+    members = [pod(f"w{i}", node=f"n{1 + i // 2}", priority=1, cpu=2, start=100 + i, gang=("train", 3)) for i in range(4)]
+    lone = pod("lone", node="n2", priority=1, cpu=2, start=0)
+    v = view([node("n1", cpu=4), node("n2", cpu=6)], [*members, lone])
+    earlier = InFlight(pod("first", priority=10, cpu=2), "n1", (members[0],))
+    preemptor = pod("second", priority=10, cpu=2)
+    proposals = {"n2": preempt.Proposal((members[3].uid,), 0)}
+    decision = preempt.decide(view=v, preemptor=preemptor, proposals=proposals, in_flight=[earlier])
+    assert [p.name for p in next(o for o in decision.outcomes if o.node == "n2").victims] == ["lone"]
+    # Without the earlier answer, the gang can spare one: the youngest pod (a member) goes.
+    decision = preempt.decide(view=v, preemptor=preemptor, proposals=proposals)
+    assert [p.name for p in next(o for o in decision.outcomes if o.node == "n2").victims] == ["w3"]
