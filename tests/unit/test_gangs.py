@@ -114,7 +114,7 @@ def test_counting_broken_gangs_skips_terminating_victims_and_spares():
             pod("a2", node="n2", gang=("g", 2)),
             c := pod("c", node="n1", gang=("h", 2), terminating=True),
             d := pod("d", node="n1", gang=("h", 2)),
-            e := pod("e", node="n1", gang=("h", 2)),
+            pod("e", node="n1", gang=("h", 2)),
         ],
     )
     assert gangs.count_broken([a], v.gang_of).count == 0  # g runs 3, needs 2: spares one
