@@ -9,6 +9,7 @@ neither does a terminating pod (the controller no longer counts it as healthy).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+import dataclasses
 from dataclasses import dataclass
 
 from policy.model import DisruptionBudget, Pod
@@ -23,6 +24,34 @@ def _spent_on(pod: Pod, budgets_of: BudgetsOf, *, terminating_spends: bool = Fal
     if not budgets or (pod.terminating and not terminating_spends):
         return ()
     return [b for b in budgets if pod.name not in b.disrupted_pods]
+
+
+def less_spent(budgets_of: BudgetsOf, taken: Iterable[Pod]) -> BudgetsOf:
+    """``budgets_of`` with each budget's allowance less what ``taken`` spends of it: victims of
+    answers in flight, which the view still shows running and the budget's status has not
+    counted yet. Without it, two preemptors in a row could each spend a budget's last allowance."""
+    spent: dict[str, int] = {}
+    for pod in taken:
+        for budget in _spent_on(pod, budgets_of):
+            spent[budget.key] = spent.get(budget.key, 0) + 1
+    if not spent:
+        return budgets_of
+    lowered: dict[str, DisruptionBudget] = {}
+
+    def lower(budget: DisruptionBudget) -> DisruptionBudget:
+        if budget.key not in spent:
+            return budget
+        found = lowered.get(budget.key)
+        if found is None:
+            allowed = budget.disruptions_allowed - spent[budget.key]
+            found = lowered[budget.key] = dataclasses.replace(budget, disruptions_allowed=allowed)
+        return found
+
+    def after(pod: Pod) -> Sequence[DisruptionBudget]:
+        budgets = budgets_of(pod)
+        return tuple(lower(b) for b in budgets) if any(b.key in spent for b in budgets) else budgets
+
+    return after
 
 
 @dataclass(frozen=True, slots=True)

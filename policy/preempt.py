@@ -13,7 +13,7 @@ from policy.causes import Cause, Refusal
 from policy.model import POD_ANTI_AFFINITY, InFlight, Pod
 from policy.resources import Vector
 from policy.tenancy import Rules, Standing
-from policy.pdb import NO_VIOLATIONS, Violations, count_violations
+from policy.pdb import NO_VIOLATIONS, BudgetsOf, Violations, count_violations, less_spent
 from policy.victims import NodeRejected, VictimSelection, select_victims
 from policy.view import ClusterView, NodeInfo, known_to_scheduler
 
@@ -124,10 +124,14 @@ def decide(
         return PreemptDecision(answer={}, outcomes=(), reasons=(why,), refusal=refusal)
 
     # Victims of answers in flight still run in the view: their gangs can spare that many fewer.
+    # and budgets that much less allowance (their status has not counted them yet).
     gang_of = gangs.less_taken(view.gang_of, (v for f in in_flight for v in f.victims))
+    budgets = less_spent(view.budgets_covering, (v for f in in_flight for v in f.victims))
 
     def evaluate(name: str, swap: bool = False) -> NodeOutcome:
-        outcome = _evaluate(view, preemptor, name, proposals[name], screen, in_flight, now, swap, order, gang_of)
+        outcome = _evaluate(
+            view, preemptor, name, proposals[name], screen, in_flight, now, swap, order, gang_of, budgets
+        )
         if screen is not None and outcome.verdict is Verdict.PASSED_THROUGH and not outcome.kept_scheduler_victims:
             # The rules cannot be checked on victims reprieve does not know: not offered.
             outcome = dataclasses.replace(
@@ -417,6 +421,7 @@ def _evaluate(
     swap: bool,
     order: ranking.Order,
     gang_of: gangs.GangOf,
+    budgets: BudgetsOf,
 ) -> NodeOutcome:
     node = view.nodes.get(name)
     if node is None:
@@ -447,7 +452,6 @@ def _evaluate(
             Cause.UNKNOWN_VICTIM,
             reasons=(f"victim UID(s) {', '.join(unknown)} unknown to reprieve on this node",),
         )
-    budgets = view.budgets_covering
     proposed = [on_node[uid] for uid in proposal.uids]
     promised = _promised(in_flight, name, preemptor)
     unmodelled = _unmodelled(view, preemptor, node)
@@ -462,7 +466,7 @@ def _evaluate(
         taken = sorted(p.key for p in proposed if p.uid in promised)
         if taken:
             return _already_promised(name, taken)
-        return _keep_scheduler_victims(name, proposed, view, screen, order, gang_of, Cause.UNMODELLED, unmodelled)
+        return _keep_scheduler_victims(name, proposed, view, screen, order, gang_of, budgets, Cause.UNMODELLED, unmodelled)
 
     here = _records_here(view, node, preemptor, in_flight, proposed)
     node, reservations, promised, set_aside = here
@@ -493,7 +497,7 @@ def _evaluate(
         if selection.cause is Cause.DOES_NOT_FIT:
             return _no_room_here(
                 name, selection, node, preemptor, reservations, as_proposed, proposed, promised, view, screen, order,
-                gang_of,
+                gang_of, budgets,
             )
         return NodeOutcome(name, Verdict.DROPPED, selection.cause, reasons=(selection.reason,))
     if not selection.victims and not as_proposed:
@@ -513,7 +517,7 @@ def _evaluate(
             # deleted, and waiting would then be for nothing. The scheduler's victims are kept
             # (naming again one already going costs nothing).
             why = f"fits once {_keys(staying)} go for an earlier answer, which the view does not show yet"
-            return _keep_scheduler_victims(name, as_proposed, view, screen, order, gang_of, Cause.IN_FLIGHT, why)
+            return _keep_scheduler_victims(name, as_proposed, view, screen, order, gang_of, budgets, Cause.IN_FLIGHT, why)
         return NodeOutcome(
             name, Verdict.DROPPED, Cause.LEAVING, reasons=("fits once the pods terminating here are gone",)
         )
@@ -554,6 +558,7 @@ def _no_room_here(
     screen: tenancy.Screen | None,
     order: ranking.Order,
     gang_of: gangs.GangOf,
+    budgets: BudgetsOf,
 ) -> NodeOutcome:
     """A proposed node where reprieve finds no room even with every lower-priority pod gone.
 
@@ -573,7 +578,7 @@ def _no_room_here(
     if taken:
         return _already_promised(name, taken)
     why = f"the scheduler's view of the node is newer than reprieve's, whose own finding was: {rejected.reason}"
-    kept = _keep_scheduler_victims(name, as_proposed, view, screen, order, gang_of, Cause.SCHEDULER_NEWER, why)
+    kept = _keep_scheduler_victims(name, as_proposed, view, screen, order, gang_of, budgets, Cause.SCHEDULER_NEWER, why)
     if kept.verdict is Verdict.DROPPED:
         return kept
     # Not ranked with the nodes reprieve could judge: offered only if none of them can be.
@@ -785,6 +790,7 @@ def _keep_scheduler_victims(
     screen: tenancy.Screen | None,
     order: ranking.Order,
     gang_of: gangs.GangOf,
+    budgets: BudgetsOf,
     cause: Cause,
     why: str,
 ) -> NodeOutcome:
@@ -802,7 +808,7 @@ def _keep_scheduler_victims(
         short = screen.over_share(victims)
         if short:
             return NodeOutcome(name, Verdict.DROPPED, Cause.QUEUE_SHARE, reasons=(f"{why}; but {short}",))
-    violations = count_violations(victims, view.budgets_covering)
+    violations = count_violations(victims, budgets)
     broken = gangs.count_broken(victims, gang_of)
     homeless = homes.homeless(victims, homes.of(view), node=name)
     return NodeOutcome(

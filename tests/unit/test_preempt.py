@@ -385,3 +385,19 @@ def test_victims_on_other_nodes_cannot_be_answered_and_the_schedulers_choice_sta
     alone = decide(view=v, preemptor=pod("pre", priority=10, cpu=4), proposals=spanning)
     assert alone.answer == {} and alone.defers
     assert "the scheduler's own choice stands" in alone.reasons[0]
+
+
+def test_a_budget_spent_by_an_answer_in_flight_is_not_spent_twice():
+    # A budget allows one disruption of app=web: web-1 on n1, web-2 on n2. An answer in flight
+    # already takes web-1 (the view still shows it running, the budget's status unchanged). A
+    # second preemptor on n2 must not take web-2 too (a violation): the older lone pod goes.
+    web = [pod(f"web-{i}", node=f"n{i}", cpu=2, priority=1, start=100, labels={"app": "web"}) for i in (1, 2)]
+    lone = pod("lone", node="n2", cpu=2, priority=1, start=0, labels={"app": "lone"})
+    v = view([node("n1", cpu=2), node("n2", cpu=4)], [*web, lone], [pdb("web", allowed=1, match={"app": "web"})])
+    earlier = InFlight(pod("first", cpu=2, priority=10), "n1", (web[0],))
+    second = pod("second", cpu=2, priority=10)
+    proposals = {"n2": Proposal((web[1].uid,), 0)}
+    decision = decide(view=v, preemptor=second, proposals=proposals, in_flight=[earlier])
+    assert decision.answer == {"n2": Proposal((lone.uid,), 0)}, decision.reasons
+    # Alone, the budget allows web-2: the younger pod goes, with no violation.
+    assert decide(view=v, preemptor=second, proposals=proposals).answer == {"n2": Proposal((web[1].uid,), 0)}
