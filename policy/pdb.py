@@ -8,8 +8,8 @@ neither does a terminating pod (the controller no longer counts it as healthy).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
 import dataclasses
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from policy.model import DisruptionBudget, Pod

@@ -123,8 +123,8 @@ def decide(
     if refusal is not Refusal.NONE:
         return PreemptDecision(answer={}, outcomes=(), reasons=(why,), refusal=refusal)
 
-    # Victims of answers in flight still run in the view: their gangs can spare that many fewer.
-    # and budgets that much less allowance (their status has not counted them yet).
+    # Victims of answers in flight still run in the view: their gangs can spare that many fewer,
+    # and their budgets allow that many fewer disruptions (the status has not counted them yet).
     gang_of = gangs.less_taken(view.gang_of, (v for f in in_flight for v in f.victims))
     budgets = less_spent(view.budgets_covering, (v for f in in_flight for v in f.victims))
 
@@ -466,7 +466,9 @@ def _evaluate(
         taken = sorted(p.key for p in proposed if p.uid in promised)
         if taken:
             return _already_promised(name, taken)
-        return _keep_scheduler_victims(name, proposed, view, screen, order, gang_of, budgets, Cause.UNMODELLED, unmodelled)
+        return _keep_scheduler_victims(
+            name, proposed, view, screen, order, gang_of, budgets, Cause.UNMODELLED, unmodelled
+        )
 
     here = _records_here(view, node, preemptor, in_flight, proposed)
     node, reservations, promised, set_aside = here
@@ -517,7 +519,9 @@ def _evaluate(
             # deleted, and waiting would then be for nothing. The scheduler's victims are kept
             # (naming again one already going costs nothing).
             why = f"fits once {_keys(staying)} go for an earlier answer, which the view does not show yet"
-            return _keep_scheduler_victims(name, as_proposed, view, screen, order, gang_of, budgets, Cause.IN_FLIGHT, why)
+            return _keep_scheduler_victims(
+                name, as_proposed, view, screen, order, gang_of, budgets, Cause.IN_FLIGHT, why
+            )
         return NodeOutcome(
             name, Verdict.DROPPED, Cause.LEAVING, reasons=("fits once the pods terminating here are gone",)
         )
@@ -578,7 +582,9 @@ def _no_room_here(
     if taken:
         return _already_promised(name, taken)
     why = f"the scheduler's view of the node is newer than reprieve's, whose own finding was: {rejected.reason}"
-    kept = _keep_scheduler_victims(name, as_proposed, view, screen, order, gang_of, budgets, Cause.SCHEDULER_NEWER, why)
+    kept = _keep_scheduler_victims(
+        name, as_proposed, view, screen, order, gang_of, budgets, Cause.SCHEDULER_NEWER, why
+    )
     if kept.verdict is Verdict.DROPPED:
         return kept
     # Not ranked with the nodes reprieve could judge: offered only if none of them can be.
