@@ -74,30 +74,17 @@ KINDS = {
     ),
     # Gang group objects (policy.gangs.GroupMinimum; docs/running.md, "Gangs"): a record only
     # for a group with a minimum.
-    COSCHEDULING_GROUPS: Kind(
-        COSCHEDULING_GROUPS,
-        "/apis/scheduling.x-k8s.io/v1alpha1/podgroups",
-        {},
-        kube.MinMemberPodGroup,
-        lambda obj, classes: translate.coscheduling_minimum(obj),
-        optional=True,
-    ),
-    VOLCANO_GROUPS: Kind(
-        VOLCANO_GROUPS,
-        "/apis/scheduling.volcano.sh/v1beta1/podgroups",
-        {},
-        kube.MinMemberPodGroup,
-        lambda obj, classes: translate.volcano_minimum(obj),
-        optional=True,
-    ),
-    WORKLOAD_GROUPS: Kind(
-        WORKLOAD_GROUPS,
-        "/apis/scheduling.k8s.io/v1beta1/podgroups",
-        {},
-        kube.WorkloadPodGroup,
-        lambda obj, classes: translate.workload_minimum(obj),
-        optional=True,
-    ),
+    **{
+        name: Kind(name, path, {}, model, lambda obj, classes, minimum=minimum: minimum(obj), optional=True)
+        for name, path, model, minimum in (
+            (COSCHEDULING_GROUPS, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", kube.MinMemberPodGroup,
+             translate.coscheduling_minimum),
+            (VOLCANO_GROUPS, "/apis/scheduling.volcano.sh/v1beta1/podgroups", kube.MinMemberPodGroup,
+             translate.volcano_minimum),
+            (WORKLOAD_GROUPS, "/apis/scheduling.k8s.io/v1beta1/podgroups", kube.WorkloadPodGroup,
+             translate.workload_minimum),
+        )
+    },
 }
 
 

@@ -289,29 +289,19 @@ class Store:
             self._dirty_minimums = set()
         return generation, versions, view
 
-    def _refreshed(self, previous, dirty: set[str], index: dict[str, dict[str, Pod]]):
-        """``previous`` (a mapping of a published view) with the ``dirty`` keys rebuilt from ``index``."""
+    def _refreshed(self, previous, dirty: set[str], index: dict[str, Any], value: Callable | None = None):
+        """``previous`` (a mapping of a published view) with the ``dirty`` keys rebuilt from
+        ``index``: ``value(entry)`` (a pod index: its pods in store order), gone where empty."""
         if not dirty:
             return previous
+        value = value or self._by_seq
         out = dict(previous)
         for key in dirty:
-            pods = index.get(key)
-            if pods:
-                out[key] = self._by_seq(pods)
+            entry = index.get(key)
+            if entry:
+                out[key] = value(entry)
             else:
                 out.pop(key, None)
-        return out
-
-    def _refreshed_minimums(self, previous):
-        if not self._dirty_minimums:
-            return previous
-        out = dict(previous)
-        for key in self._dirty_minimums:
-            found = self._minimums.get(key)
-            if found is None:
-                out.pop(key, None)
-            else:
-                out[key] = found
         return out
 
     def _by_seq(self, pods: dict[str, Pod]) -> tuple[Pod, ...]:
@@ -361,9 +351,13 @@ class Store:
             pod_budgets=dict(self._pod_budgets) if (PODS in dirty or BUDGETS in dirty) else prev.pod_budgets,
             budget_members=members,
             gang_members=self._refreshed(prev.gang_members, self._dirty_gangs, self._gangs),
-            group_minimums=self._refreshed_minimums(prev.group_minimums),
+            group_minimums=self._refreshed(prev.group_minimums, self._dirty_minimums, self._minimums, _as_is),
             memo=prev.carry_memo(dirty_nodes=self._dirty_nodes, budgets_changed=budgets_changed),
         )
+
+
+def _as_is(value):
+    return value
 
 
 def _discard(index: dict[str, dict[str, Pod]], name: str, uid: str) -> None:

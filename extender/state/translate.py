@@ -90,9 +90,9 @@ def _placement_of(key: _PlacementKey) -> place.Placement:
 _shared_placement = functools.lru_cache(maxsize=SHARED_ENTRIES)(_placement_of)
 
 
-def _placement(meta: kube.ObjectMeta, spec: kube.PodSpec, *, shared: bool) -> place.Placement:
-    """What a replacement of the pod would carry (policy.placement), shared unless ``shared=False``."""
-    kind = next((o.kind for o in meta.ownerReferences or () if o.controller), None) or None
+def _placement(kind: str | None, spec: kube.PodSpec, *, shared: bool) -> place.Placement:
+    """What a replacement of the pod would carry (policy.placement): ``kind`` its controller's;
+    shared unless ``shared=False``."""
     node_selector = tuple(sorted(spec.nodeSelector.items())) if spec.nodeSelector else ()
     required = spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution if (
         spec.affinity and spec.affinity.nodeAffinity
@@ -144,6 +144,7 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
     request (the preemptor): its values are not worth a place in the shared tables."""
     share, name, mark = (_share_mapping, _share_name, _shared_mark) if shared else (_as_is, _as_is, _as_is)
     spec, meta, status = pod.spec, pod.metadata, pod.status
+    controller = next((o for o in meta.ownerReferences or () if o.controller), None)
     namespace = name(meta.namespace or "default")
     gang = gangs.mark(
         namespace=namespace,
@@ -183,10 +184,10 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
         preemption_never=spec.preemptionPolicy == "Never",
         unmodelled=_unmodelled(spec),
         priority_class=name(spec.priorityClassName) or "",
-        owner=name(next((o.uid for o in meta.ownerReferences or () if o.controller), None)) or None,
+        owner=name(controller.uid) or None if controller else None,
         scheduler_name=name(spec.schedulerName) or model.DEFAULT_SCHEDULER,
         gang=mark(gang) if gang is not None else None,
-        placement=_placement(meta, spec, shared=shared),
+        placement=_placement(controller.kind or None if controller else None, spec, shared=shared),
     )
 
 
