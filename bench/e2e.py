@@ -14,6 +14,10 @@ the run and stopped after it (so its metrics are the run's), at ``-v=2`` with cl
 
 - stock: ``default-scheduler``, no extender;
 - noop: the do-nothing extender with every verb (filter, prioritize, preempt);
+- with ``--floors``, the floors of the stanzas: noop/filter+preempt (the do-nothing extender
+  with the shipped verbs), and noop-go, noop-go/filter+preempt: a do-nothing extender in Go's
+  standard library (bench/noop_go, built here with ``go build``), what any extender pays on
+  this machine with no Python in it;
 - reprieve/<stanza>: reprieve with every verb (``full``) or with verbs left out (``preempt``,
   ``filter+preempt``, the shipped stanza, ``prioritize+preempt``); the rest of the stanza as
   shipped (with prioritize, ``weight: 1``).
@@ -94,7 +98,7 @@ LOW, HIGH = "bench-low", "bench-high"
 @dataclasses.dataclass(frozen=True)
 class Config:
     label: str
-    extender: str | None  # None (stock), "noop" or "reprieve"
+    extender: str | None  # None (stock), "noop", "noop-go" or "reprieve"
     verbs: tuple[str, ...] = ()
 
 
@@ -102,6 +106,16 @@ def configs(stanzas: list[str]) -> list[Config]:
     out = [Config("stock", None), Config("noop", "noop", STANZAS["full"])]
     out += [Config(f"reprieve/{s}", "reprieve", STANZAS[s]) for s in stanzas]
     return out
+
+
+# --floors: what the stanzas cost with nothing decided, in Python (reprieve's stack) and in Go.
+FLOORS = [
+    Config("noop/filter+preempt", "noop", STANZAS["filter+preempt"]),
+    Config("noop-go", "noop-go", STANZAS["full"]),
+    Config("noop-go/filter+preempt", "noop-go", STANZAS["filter+preempt"]),
+]
+NOOP_GO = ROOT / "bench" / "noop_go"
+EXTENDERS = ("reprieve", "noop", "noop-go")  # the processes whose CPU each run reads
 
 
 @dataclasses.dataclass
@@ -161,6 +175,8 @@ def children(pid: int) -> list[int]:
 class BenchPlane(ControlPlane):
     """The end-to-end control plane without its two long-running schedulers: a scheduler per run."""
 
+    go_noop = False  # also start the do-nothing extender in Go (--floors)
+
     def start(self) -> "BenchPlane":
         try:
             self._certificates()
@@ -178,6 +194,20 @@ class BenchPlane(ControlPlane):
                 [sys.executable, str(ROOT / "bench" / "noop_extender.py"), "--bind", f"127.0.0.1:{self.noop_port}"],
                 lambda: urllib.request.urlopen(f"http://127.0.0.1:{self.noop_port}/healthz", timeout=1).status == 200,
             )
+            if self.go_noop:
+                self.noop_go_port = free_port()
+                binary = self.work / "noop-extender-go"
+                built = subprocess.run(
+                    ["go", "build", "-o", str(binary), "."], cwd=NOOP_GO, capture_output=True, text=True,
+                    env={**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod"},
+                )
+                if built.returncode != 0:
+                    raise StartupError(f"go build of bench/noop_go failed:\n{built.stderr.strip()}")
+                self._spawn(
+                    "noop-go",
+                    [str(binary), "--bind", f"127.0.0.1:{self.noop_go_port}"],
+                    lambda: urllib.request.urlopen(f"http://127.0.0.1:{self.noop_go_port}/healthz", timeout=1).status == 200,
+                )
         except BaseException:
             self.stop()
             raise
@@ -191,6 +221,10 @@ class BenchPlane(ControlPlane):
     def pid(self, name: str) -> int:
         return self.procs[name].pid
 
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds so far of reprieve and of each do-nothing extender running."""
+        return {name: cpu_seconds(self.pid(name)) for name in EXTENDERS if name in self.procs}
+
     def bench_scheduler_config(self, config: Config, scheduler_name: str) -> Path:
         body = {
             "apiVersion": "kubescheduler.config.k8s.io/v1",
@@ -202,7 +236,7 @@ class BenchPlane(ControlPlane):
         if config.extender:
             shipped = yaml.safe_load(SCHEDULER_CONFIG.read_text())["extenders"][0]
             stanza = {k: v for k, v in shipped.items() if k not in ("filterVerb", "prioritizeVerb", "preemptVerb")}
-            port = self.reprieve_port if config.extender == "reprieve" else self.noop_port
+            port = {"reprieve": self.reprieve_port, "noop": self.noop_port, "noop-go": getattr(self, "noop_go_port", None)}[config.extender]
             stanza["urlPrefix"] = f"http://127.0.0.1:{port}"
             for verb in config.verbs:
                 stanza[f"{verb}Verb"] = verb
@@ -354,7 +388,7 @@ def run_one(plane: BenchPlane, config: Config, workload: str, mode: str, nodes: 
     watch = PodWatch(watcher, ns, start_rv)
     watch.start()
     names = {p["metadata"]["name"] for p in measured}
-    cpu0 = {name: cpu_seconds(plane.pid(name)) for name in ("reprieve", "noop")}
+    cpu0 = plane.cpu()
     port = None
     try:
         phase('if mode == "before":\n            t = tim')
@@ -398,7 +432,7 @@ def run_one(plane: BenchPlane, config: Config, workload: str, mode: str, nodes: 
         phase('cleanup(plane, ns)')
         cleanup(plane, ns)
     time.sleep(0.2)  # the publisher's last view after the deletes
-    cpu1 = {name: cpu_seconds(plane.pid(name)) for name in ("reprieve", "noop")}
+    cpu1 = plane.cpu()
     count = metrics.get("scheduler_scheduling_algorithm_duration_seconds_count") or 0
     return Result(
         config=config.label,
@@ -413,7 +447,7 @@ def run_one(plane: BenchPlane, config: Config, workload: str, mode: str, nodes: 
         algorithm_ms=1000 * metrics["scheduler_scheduling_algorithm_duration_seconds_sum"] / count if count else None,
         attempts=metrics.get("scheduler_schedule_attempts_total"),
         reprieve_cpu=cpu1["reprieve"] - cpu0["reprieve"],
-        noop_cpu=cpu1["noop"] - cpu0["noop"],
+        noop_cpu=sum(cpu1[name] - cpu0[name] for name in cpu1 if name != "reprieve"),  # the one in use
         scheduler_cpu=sched_cpu,
         create_seconds=create_seconds,
     )
@@ -457,8 +491,9 @@ def _nodes_seen(plane: BenchPlane) -> int:
 
 def plan(args) -> list[tuple[str, str, list[Config]]]:
     """(workload, mode, configurations) in run order, per repetition."""
-    every = configs(args.stanzas)
-    basic_few = configs(["full", "filter+preempt"])
+    floors = FLOORS if args.floors else []
+    every = configs(args.stanzas) + floors
+    basic_few = configs(["full", "filter+preempt"]) + floors
     out = []
     for item in args.runs:
         workload, mode, which = item.split(":")
@@ -470,7 +505,9 @@ def run_all(args) -> tuple[list[Result], dict[str, str]]:
     results: list[Result] = []
     profiles: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="reprieve-bench-e2e-") as work:
-        plane = BenchPlane(Path(work), build_toolchain()).start()
+        plane = BenchPlane(Path(work), build_toolchain())
+        plane.go_noop = args.floors
+        plane.start()
         try:
             phase("the control plane started")
             nodes = setup(plane, args.nodes)
@@ -623,6 +660,10 @@ def main(argv: list[str] | None = None) -> int:
         help="WORKLOAD:MODE:all|few, comma-separated (few: stock, noop, reprieve/full, reprieve/filter+preempt); workloads basic, preemption; modes before, during",
     )
     parser.add_argument("--timeout", type=float, default=180, help="seconds a run may take to place its pods")
+    parser.add_argument(
+        "--floors", action="store_true",
+        help="add noop/filter+preempt and a do-nothing extender in Go (noop-go, noop-go/filter+preempt; needs go)",
+    )
     parser.add_argument("--profile", metavar="PY-SPY", help="the py-spy binary: profile reprieve in extra runs")
     parser.add_argument("--profile-configs", default="reprieve/full", help="configurations to profile")
     parser.add_argument("--profile-run", default="basic:before", help="WORKLOAD:MODE of the profiled runs")

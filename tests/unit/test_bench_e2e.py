@@ -1,15 +1,22 @@
-"""The end-to-end benchmark's own parts that need no control plane: the do-nothing extender's
+"""The end-to-end benchmark's own parts that need no control plane: the do-nothing extenders'
 answers (they must be valid answers the scheduler accepts, or the floor it measures is wrong),
 the scheduler configurations it writes per stanza, and the profile summary."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
+import subprocess
 import sys
+import urllib.request
 from pathlib import Path
 
 import orjson
 import yaml
+
+from tests.e2e.client import wait_for
+from tests.e2e.controlplane import port_in_use
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,10 +53,36 @@ def test_noop_prioritize_scores_nothing_and_preempt_echoes_the_proposal():
     assert answer == {"NodeNameToMetaVictims": {"n1": {"Pods": [{"UID": "u1"}], "NumPDBViolations": 0}}}
 
 
+def test_the_go_noop_answers_as_the_python_one(tmp_path):
+    # The floor in Go (--floors): valid answers, the same as noop_extender's, or it measures nothing.
+    binary = tmp_path / "noop-go"
+    env = {**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod"}
+    subprocess.run(["go", "build", "-o", str(binary), "."], cwd=e2e.NOOP_GO, env=env, check=True, timeout=300)
+    port = free_port()
+    server = subprocess.Popen([str(binary), "--bind", f"127.0.0.1:{port}"])
+    try:
+        python = noop_extender.create_app().test_client()
+        proposal = {"n1": {"Pods": [{"UID": "u1"}, {"UID": "u2"}], "NumPDBViolations": 1}}
+        bodies = {
+            "/filter": {"Pod": {"metadata": {"name": "p"}}, "NodeNames": ["a", "b"], "Nodes": None},
+            "/prioritize": {"Pod": {}, "NodeNames": ["a"]},
+            "/preempt": {"Pod": {}, "NodeNameToMetaVictims": proposal},
+        }
+        wait_for("the Go noop to listen", lambda: port_in_use(port), 30, interval=0.05)
+        for path, body in bodies.items():
+            request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=orjson.dumps(body), method="POST")
+            with urllib.request.urlopen(request, timeout=5) as response:
+                go = orjson.loads(response.read())
+            assert go == orjson.loads(python.post(path, data=orjson.dumps(body)).data), path
+    finally:
+        server.kill()
+        server.wait()
+
+
 def test_each_stanza_names_exactly_its_verbs(tmp_path):
     plane = e2e.BenchPlane(tmp_path, tmp_path)
-    plane.noop_port = 12345
-    for config in e2e.configs(list(e2e.STANZAS)):
+    plane.noop_port, plane.noop_go_port = 12345, 23456
+    for config in e2e.configs(list(e2e.STANZAS)) + e2e.FLOORS:
         written = yaml.safe_load(plane.bench_scheduler_config(config, "bench-scheduler").read_text())
         assert written["clientConnection"]["qps"] == 1000
         if config.extender is None:
@@ -58,7 +91,7 @@ def test_each_stanza_names_exactly_its_verbs(tmp_path):
         (stanza,) = written["extenders"]
         verbs = {k[: -len("Verb")] for k in stanza if k.endswith("Verb")}
         assert verbs == set(config.verbs), config
-        port = plane.reprieve_port if config.extender == "reprieve" else 12345
+        port = {"reprieve": plane.reprieve_port, "noop": 12345, "noop-go": 23456}[config.extender]
         assert stanza["urlPrefix"] == f"http://127.0.0.1:{port}"
         assert stanza["nodeCacheCapable"] is True  # the rest as shipped
         if "prioritize" in config.verbs:  # kube-scheduler refuses a prioritizeVerb without a weight

@@ -1,0 +1,3 @@
+module reprieve.invalid/bench/noopgo
+
+go 1.22

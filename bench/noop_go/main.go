@@ -1,0 +1,68 @@
+// A do-nothing scheduler extender in Go's standard library: the floor any extender pays on
+// this machine, with no Python in it (bench/e2e.py --go-noop; docs/benchmarks-e2e.md).
+//
+// It answers as bench/noop_extender.py does: filter passes every node it was sent,
+// prioritize answers [] (no scores), preempt answers the scheduler's own proposal.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"log"
+	"net/http"
+)
+
+type filterArgs struct {
+	Nodes     json.RawMessage
+	NodeNames json.RawMessage
+}
+
+type filterResult struct {
+	Nodes                      json.RawMessage
+	NodeNames                  json.RawMessage
+	FailedNodes                map[string]string
+	FailedAndUnresolvableNodes map[string]string
+	Error                      string
+}
+
+type preemptArgs struct {
+	NodeNameToMetaVictims json.RawMessage
+}
+
+func answer(w http.ResponseWriter, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(body); err != nil {
+		log.Print(err)
+	}
+}
+
+func main() {
+	bind := flag.String("bind", "127.0.0.1:0", "host:port to listen on")
+	flag.Parse()
+	http.HandleFunc("/filter", func(w http.ResponseWriter, r *http.Request) {
+		var args filterArgs
+		if err := json.NewDecoder(r.Body).Decode(&args); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		answer(w, filterResult{args.Nodes, args.NodeNames, map[string]string{}, map[string]string{}, ""})
+	})
+	http.HandleFunc("/prioritize", func(w http.ResponseWriter, r *http.Request) {
+		var args filterArgs
+		if err := json.NewDecoder(r.Body).Decode(&args); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		answer(w, []struct{}{})
+	})
+	http.HandleFunc("/preempt", func(w http.ResponseWriter, r *http.Request) {
+		var args preemptArgs
+		if err := json.NewDecoder(r.Body).Decode(&args); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		answer(w, map[string]json.RawMessage{"NodeNameToMetaVictims": args.NodeNameToMetaVictims})
+	})
+	http.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	log.Fatal(http.ListenAndServe(*bind, nil))
+}
