@@ -17,7 +17,8 @@ the run and stopped after it (so its metrics are the run's), at ``-v=2`` with cl
 - with ``--floors``, the floors of the stanzas: noop/filter+preempt (the do-nothing extender
   with the shipped verbs), and noop-go, noop-go/filter+preempt: a do-nothing extender in Go's
   standard library (bench/noop_go, built here with ``go build``), what any extender pays on
-  this machine with no Python in it;
+  this machine with no Python in it; noop-go/scores, the same with every verb but a score of 0
+  for every node in prioritize's answer (the scheduler's cost of reading scores);
 - reprieve/<stanza>: reprieve with every verb (``full``) or with verbs left out (``preempt``,
   ``filter+preempt``, the shipped stanza, ``prioritize+preempt``); the rest of the stanza as
   shipped (with prioritize, ``weight: 1``).
@@ -100,6 +101,7 @@ class Config:
     label: str
     extender: str | None  # None (stock), "noop", "noop-go" or "reprieve"
     verbs: tuple[str, ...] = ()
+    path: str = ""  # the urlPrefix's path
 
 
 def configs(stanzas: list[str]) -> list[Config]:
@@ -112,6 +114,7 @@ def configs(stanzas: list[str]) -> list[Config]:
 FLOORS = [
     Config("noop/filter+preempt", "noop", STANZAS["filter+preempt"]),
     Config("noop-go", "noop-go", STANZAS["full"]),
+    Config("noop-go/scores", "noop-go", STANZAS["full"], "/scores"),  # prioritize scores every node 0
     Config("noop-go/filter+preempt", "noop-go", STANZAS["filter+preempt"]),
 ]
 NOOP_GO = ROOT / "bench" / "noop_go"
@@ -237,7 +240,7 @@ class BenchPlane(ControlPlane):
             shipped = yaml.safe_load(SCHEDULER_CONFIG.read_text())["extenders"][0]
             stanza = {k: v for k, v in shipped.items() if k not in ("filterVerb", "prioritizeVerb", "preemptVerb")}
             port = {"reprieve": self.reprieve_port, "noop": self.noop_port, "noop-go": getattr(self, "noop_go_port", None)}[config.extender]
-            stanza["urlPrefix"] = f"http://127.0.0.1:{port}"
+            stanza["urlPrefix"] = f"http://127.0.0.1:{port}{config.path}"
             for verb in config.verbs:
                 stanza[f"{verb}Verb"] = verb
             if "prioritize" in config.verbs:

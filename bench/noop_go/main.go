@@ -2,7 +2,9 @@
 // this machine, with no Python in it (bench/e2e.py --go-noop; docs/benchmarks-e2e.md).
 //
 // It answers as bench/noop_extender.py does: filter passes every node it was sent,
-// prioritize answers [] (no scores), preempt answers the scheduler's own proposal.
+// prioritize answers [] (no scores), preempt answers the scheduler's own proposal. Under
+// /scores/ (a urlPrefix ending in /scores), prioritize instead gives every node it was sent a
+// score of 0: what a scheduler pays to read an answer with a score for every node.
 package main
 
 import (
@@ -15,6 +17,11 @@ import (
 type filterArgs struct {
 	Nodes     json.RawMessage
 	NodeNames json.RawMessage
+}
+
+type hostPriority struct {
+	Host  string
+	Score int64
 }
 
 type filterResult struct {
@@ -39,14 +46,28 @@ func answer(w http.ResponseWriter, body any) {
 func main() {
 	bind := flag.String("bind", "127.0.0.1:0", "host:port to listen on")
 	flag.Parse()
-	http.HandleFunc("/filter", func(w http.ResponseWriter, r *http.Request) {
+	http.HandleFunc("/scores/prioritize", func(w http.ResponseWriter, r *http.Request) {
+		var args struct{ NodeNames []string }
+		if err := json.NewDecoder(r.Body).Decode(&args); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		scores := make([]hostPriority, len(args.NodeNames))
+		for i, name := range args.NodeNames {
+			scores[i] = hostPriority{name, 0}
+		}
+		answer(w, scores)
+	})
+	filter := func(w http.ResponseWriter, r *http.Request) {
 		var args filterArgs
 		if err := json.NewDecoder(r.Body).Decode(&args); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		answer(w, filterResult{args.Nodes, args.NodeNames, map[string]string{}, map[string]string{}, ""})
-	})
+	}
+	http.HandleFunc("/filter", filter)
+	http.HandleFunc("/scores/filter", filter)
 	http.HandleFunc("/prioritize", func(w http.ResponseWriter, r *http.Request) {
 		var args filterArgs
 		if err := json.NewDecoder(r.Body).Decode(&args); err != nil {
@@ -55,14 +76,16 @@ func main() {
 		}
 		answer(w, []struct{}{})
 	})
-	http.HandleFunc("/preempt", func(w http.ResponseWriter, r *http.Request) {
+	preempt := func(w http.ResponseWriter, r *http.Request) {
 		var args preemptArgs
 		if err := json.NewDecoder(r.Body).Decode(&args); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		answer(w, map[string]json.RawMessage{"NodeNameToMetaVictims": args.NodeNameToMetaVictims})
-	})
+	}
+	http.HandleFunc("/preempt", preempt)
+	http.HandleFunc("/scores/preempt", preempt)
 	http.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
 	log.Fatal(http.ListenAndServe(*bind, nil))
 }

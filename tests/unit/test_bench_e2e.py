@@ -74,6 +74,12 @@ def test_the_go_noop_answers_as_the_python_one(tmp_path):
             with urllib.request.urlopen(request, timeout=5) as response:
                 go = orjson.loads(response.read())
             assert go == orjson.loads(python.post(path, data=orjson.dumps(body)).data), path
+        # Under /scores/, prioritize scores every node it was sent 0; the other verbs as above.
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/scores/prioritize", data=orjson.dumps({"Pod": {}, "NodeNames": ["a", "b"]}), method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=5) as response:
+            assert orjson.loads(response.read()) == [{"Host": "a", "Score": 0}, {"Host": "b", "Score": 0}]
     finally:
         server.kill()
         server.wait()
@@ -92,7 +98,7 @@ def test_each_stanza_names_exactly_its_verbs(tmp_path):
         verbs = {k[: -len("Verb")] for k in stanza if k.endswith("Verb")}
         assert verbs == set(config.verbs), config
         port = {"reprieve": plane.reprieve_port, "noop": 12345, "noop-go": 23456}[config.extender]
-        assert stanza["urlPrefix"] == f"http://127.0.0.1:{port}"
+        assert stanza["urlPrefix"] == f"http://127.0.0.1:{port}{config.path}"
         assert stanza["nodeCacheCapable"] is True  # the rest as shipped
         if "prioritize" in config.verbs:  # kube-scheduler refuses a prioritizeVerb without a weight
             assert stanza["weight"] >= 1, config
