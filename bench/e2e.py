@@ -121,6 +121,26 @@ NOOP_GO = ROOT / "bench" / "noop_go"
 EXTENDERS = ("reprieve", "noop", "noop-go")  # the processes whose CPU each run reads
 
 
+def build_noop_go(binary: Path) -> Path:
+    """``go build`` bench/noop_go into ``binary``: go from $GO, else PATH, else /usr/local/go/bin
+    (as tests/e2e/toolchain/build.sh finds it). Raises StartupError saying what failed."""
+    go = os.environ.get("GO") or shutil.which("go") or ("/usr/local/go/bin/go" if os.access("/usr/local/go/bin/go", os.X_OK) else None)
+    if go is None:
+        raise StartupError("go not found ($GO, PATH, /usr/local/go/bin/go): --floors builds bench/noop_go with it")
+    try:
+        built = subprocess.run(
+            [go, "build", "-o", str(binary), "."], cwd=NOOP_GO, capture_output=True, text=True, timeout=300,
+            env={**os.environ, "GOTOOLCHAIN": "local"},  # standard library only: nothing to download
+        )
+    except subprocess.TimeoutExpired:
+        raise StartupError("go build of bench/noop_go took over 300 s") from None
+    except OSError as exc:
+        raise StartupError(f"cannot run {go} to build bench/noop_go: {exc.strerror}") from None
+    if built.returncode != 0:
+        raise StartupError(f"go build of bench/noop_go failed:\n{built.stderr.strip()}")
+    return binary
+
+
 @dataclasses.dataclass
 class Result:
     config: str
@@ -178,7 +198,8 @@ def children(pid: int) -> list[int]:
 class BenchPlane(ControlPlane):
     """The end-to-end control plane without its two long-running schedulers: a scheduler per run."""
 
-    go_noop = False  # also start the do-nothing extender in Go (--floors)
+    noop_go: Path | None = None  # the do-nothing extender in Go, built (--floors): start it too
+    noop_go_port: int | None = None
 
     def start(self) -> "BenchPlane":
         try:
@@ -197,18 +218,11 @@ class BenchPlane(ControlPlane):
                 [sys.executable, str(ROOT / "bench" / "noop_extender.py"), "--bind", f"127.0.0.1:{self.noop_port}"],
                 lambda: urllib.request.urlopen(f"http://127.0.0.1:{self.noop_port}/healthz", timeout=1).status == 200,
             )
-            if self.go_noop:
+            if self.noop_go is not None:
                 self.noop_go_port = free_port()
-                binary = self.work / "noop-extender-go"
-                built = subprocess.run(
-                    ["go", "build", "-o", str(binary), "."], cwd=NOOP_GO, capture_output=True, text=True,
-                    env={**os.environ, "GOTOOLCHAIN": "local", "GOFLAGS": "-mod=mod"},
-                )
-                if built.returncode != 0:
-                    raise StartupError(f"go build of bench/noop_go failed:\n{built.stderr.strip()}")
                 self._spawn(
                     "noop-go",
-                    [str(binary), "--bind", f"127.0.0.1:{self.noop_go_port}"],
+                    [str(self.noop_go), "--bind", f"127.0.0.1:{self.noop_go_port}"],
                     lambda: urllib.request.urlopen(f"http://127.0.0.1:{self.noop_go_port}/healthz", timeout=1).status == 200,
                 )
         except BaseException:
@@ -239,7 +253,9 @@ class BenchPlane(ControlPlane):
         if config.extender:
             shipped = yaml.safe_load(SCHEDULER_CONFIG.read_text())["extenders"][0]
             stanza = {k: v for k, v in shipped.items() if k not in ("filterVerb", "prioritizeVerb", "preemptVerb")}
-            port = {"reprieve": self.reprieve_port, "noop": self.noop_port, "noop-go": getattr(self, "noop_go_port", None)}[config.extender]
+            port = {"reprieve": self.reprieve_port, "noop": self.noop_port, "noop-go": self.noop_go_port}[config.extender]
+            if port is None:
+                raise ValueError(f"{config.label}: its extender was not started (noop-go runs with --floors)")
             stanza["urlPrefix"] = f"http://127.0.0.1:{port}{config.path}"
             for verb in config.verbs:
                 stanza[f"{verb}Verb"] = verb
@@ -450,7 +466,7 @@ def run_one(plane: BenchPlane, config: Config, workload: str, mode: str, nodes: 
         algorithm_ms=1000 * metrics["scheduler_scheduling_algorithm_duration_seconds_sum"] / count if count else None,
         attempts=metrics.get("scheduler_schedule_attempts_total"),
         reprieve_cpu=cpu1["reprieve"] - cpu0["reprieve"],
-        noop_cpu=sum(cpu1[name] - cpu0[name] for name in cpu1 if name != "reprieve"),  # the one in use
+        noop_cpu=cpu1[config.extender] - cpu0[config.extender] if config.extender in ("noop", "noop-go") else 0.0,
         scheduler_cpu=sched_cpu,
         create_seconds=create_seconds,
     )
@@ -509,7 +525,8 @@ def run_all(args) -> tuple[list[Result], dict[str, str]]:
     profiles: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="reprieve-bench-e2e-") as work:
         plane = BenchPlane(Path(work), build_toolchain())
-        plane.go_noop = args.floors
+        if args.floors:  # before the control plane: a missing go fails at once
+            plane.noop_go = build_noop_go(Path(work) / "noop-extender-go")
         plane.start()
         try:
             phase("the control plane started")
@@ -665,7 +682,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=180, help="seconds a run may take to place its pods")
     parser.add_argument(
         "--floors", action="store_true",
-        help="add noop/filter+preempt and a do-nothing extender in Go (noop-go, noop-go/filter+preempt; needs go)",
+        help="add noop/filter+preempt and a do-nothing extender in Go (noop-go, noop-go/scores, noop-go/filter+preempt; needs go)",
     )
     parser.add_argument("--profile", metavar="PY-SPY", help="the py-spy binary: profile reprieve in extra runs")
     parser.add_argument("--profile-configs", default="reprieve/full", help="configurations to profile")
@@ -689,7 +706,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(
         f"bench/e2e.py --nodes {args.nodes} --pods {args.pods} --repetitions {args.repetitions} "
-        f"--stanzas {','.join(args.stanzas)} --runs {','.join(args.runs)}"
+        f"--stanzas {','.join(args.stanzas)} --runs {','.join(args.runs)}{' --floors' if args.floors else ''}"
     )
     print(
         f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, kube-scheduler {kube_version()}, "

@@ -1,8 +1,9 @@
 // A do-nothing scheduler extender in Go's standard library: the floor any extender pays on
-// this machine, with no Python in it (bench/e2e.py --go-noop; docs/benchmarks-e2e.md).
+// this machine, with no Python in it (bench/e2e.py --floors; docs/benchmarks-e2e.md).
 //
 // It answers as bench/noop_extender.py does: filter passes every node it was sent,
-// prioritize answers [] (no scores), preempt answers the scheduler's own proposal. Under
+// prioritize answers [] (no scores, the body read but not parsed), preempt answers the
+// scheduler's own proposal (the victims' UIDs when it was sent whole pods). Under
 // /scores/ (a urlPrefix ending in /scores), prioritize instead gives every node it was sent a
 // score of 0: what a scheduler pays to read an answer with a score for every node.
 package main
@@ -10,6 +11,7 @@ package main
 import (
 	"encoding/json"
 	"flag"
+	"io"
 	"log"
 	"net/http"
 )
@@ -33,7 +35,22 @@ type filterResult struct {
 }
 
 type preemptArgs struct {
+	NodeNameToVictims map[string]struct {
+		Pods []struct {
+			Metadata struct {
+				UID string `json:"uid"`
+			} `json:"metadata"`
+		}
+		NumPDBViolations int64
+	}
 	NodeNameToMetaVictims json.RawMessage
+}
+
+type metaPod struct{ UID string }
+
+type metaVictims struct {
+	Pods             []metaPod
+	NumPDBViolations int64
 }
 
 func answer(w http.ResponseWriter, body any) {
@@ -69,8 +86,7 @@ func main() {
 	http.HandleFunc("/filter", filter)
 	http.HandleFunc("/scores/filter", filter)
 	http.HandleFunc("/prioritize", func(w http.ResponseWriter, r *http.Request) {
-		var args filterArgs
-		if err := json.NewDecoder(r.Body).Decode(&args); err != nil {
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
@@ -80,6 +96,18 @@ func main() {
 		var args preemptArgs
 		if err := json.NewDecoder(r.Body).Decode(&args); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if meta := string(args.NodeNameToMetaVictims); (meta == "" || meta == "null") && args.NodeNameToVictims != nil { // nodeCacheCapable: false
+			meta := make(map[string]metaVictims, len(args.NodeNameToVictims))
+			for node, victims := range args.NodeNameToVictims {
+				pods := make([]metaPod, len(victims.Pods))
+				for i, pod := range victims.Pods {
+					pods[i] = metaPod{pod.Metadata.UID}
+				}
+				meta[node] = metaVictims{pods, victims.NumPDBViolations}
+			}
+			answer(w, map[string]any{"NodeNameToMetaVictims": meta})
 			return
 		}
 		answer(w, map[string]json.RawMessage{"NodeNameToMetaVictims": args.NodeNameToMetaVictims})
