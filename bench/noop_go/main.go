@@ -98,7 +98,7 @@ func main() {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		if meta := string(args.NodeNameToMetaVictims); (meta == "" || meta == "null") && args.NodeNameToVictims != nil { // nodeCacheCapable: false
+		if sent := string(args.NodeNameToMetaVictims); (sent == "" || sent == "null") && args.NodeNameToVictims != nil { // nodeCacheCapable: false
 			meta := make(map[string]metaVictims, len(args.NodeNameToVictims))
 			for node, victims := range args.NodeNameToVictims {
 				pods := make([]metaPod, len(victims.Pods))
