@@ -183,33 +183,37 @@ class Broken:
 NONE_BROKEN = Broken(())
 
 
+def _by_gang(pods: Iterable["Pod"], gang_of: GangOf) -> dict[str, tuple[Gang, list["Pod"]]]:
+    """The live ``pods`` that belong to a gang, by its key, with the gang (as ``gang_of`` gave
+    it for the last of them). Terminating pods are leaving anyway: they count neither way."""
+    last: dict[str, Gang] = {}
+    members: dict[str, list["Pod"]] = {}
+    for pod in pods:
+        g = None if pod.terminating else gang_of(pod)
+        if g is not None:
+            last[g.key] = g
+            members.setdefault(g.key, []).append(pod)
+    return {k: (last[k], ms) for k, ms in members.items()}
+
+
+def _over_spare(pods: Iterable["Pod"], gang_of: GangOf) -> dict[str, tuple[Gang, list["Pod"]]]:
+    """``_by_gang`` for the gangs of which ``pods`` hold more live members than they can spare."""
+    return {k: (g, members) for k, (g, members) in _by_gang(pods, gang_of).items() if len(members) > g.spare}
+
+
 def count_broken(victims: Iterable["Pod"], gang_of: GangOf | None) -> Broken:
     """The gangs that lose more live members to ``victims`` than they can spare. Terminating
     victims are leaving anyway and take nothing."""
     if gang_of is None:
         return NONE_BROKEN
-    taken: dict[str, int] = {}
-    gangs: dict[str, Gang] = {}
-    for pod in victims:
-        if pod.terminating:
-            continue
-        g = gang_of(pod)
-        if g is None:
-            continue
-        taken[g.key] = taken.get(g.key, 0) + 1
-        gangs[g.key] = g
-    return Broken(tuple(sorted((g for k, g in gangs.items() if taken[k] > g.spare), key=lambda g: g.key)))
+    return Broken(tuple(sorted((g for g, _ in _over_spare(victims, gang_of).values()), key=lambda g: g.key)))
 
 
 def less_taken(gang_of: GangOf, taken: Iterable["Pod"]) -> GangOf:
     """``gang_of`` with the live pods of ``taken`` (victims of answers in flight: going, though
     the view still shows them running) no longer counted as running. A gang they take below its
     minimum is already broken by those answers: no further eviction breaks it."""
-    gone: dict[str, int] = {}
-    for pod in taken:
-        g = None if pod.terminating else gang_of(pod)
-        if g is not None:
-            gone[g.key] = gone.get(g.key, 0) + 1
+    gone = {k: len(members) for k, (_, members) in _by_gang(taken, gang_of).items()}
     if not gone:
         return gang_of
 
@@ -228,17 +232,9 @@ def kept_whole(candidates: Iterable["Pod"], victims: Iterable["Pod"], gang_of: G
     ``victims`` (for reasons: what the choice kept whole), sorted by key."""
     if gang_of is None:
         return ()
-    at_risk: dict[str, Gang] = {}
-    counts: dict[str, int] = {}
-    for pod in candidates:
-        g = None if pod.terminating else gang_of(pod)
-        if g is not None:
-            counts[g.key] = counts.get(g.key, 0) + 1
-            at_risk[g.key] = g
-    broken = {g.key for g in count_broken(victims, gang_of).gangs}
-    return tuple(
-        sorted((g for k, g in at_risk.items() if counts[k] > g.spare and k not in broken), key=lambda g: g.key)
-    )
+    broken = _over_spare(victims, gang_of)
+    at_risk = _over_spare(candidates, gang_of)
+    return tuple(sorted((g for k, (g, _) in at_risk.items() if k not in broken), key=lambda g: g.key))
 
 
 def protected(candidates: Iterable["Pod"], gang_of: GangOf | None) -> frozenset[str]:
@@ -246,13 +242,4 @@ def protected(candidates: Iterable["Pod"], gang_of: GangOf | None) -> frozenset[
     rule for gangs): policy.victims tries to keep those first."""
     if gang_of is None:
         return frozenset()
-    members: dict[str, list[str]] = {}
-    spare: dict[str, int] = {}
-    for pod in candidates:
-        if pod.terminating:
-            continue
-        g = gang_of(pod)
-        if g is not None:
-            members.setdefault(g.key, []).append(pod.uid)
-            spare[g.key] = g.spare
-    return frozenset(uid for key, uids in members.items() if len(uids) > spare[key] for uid in uids)
+    return frozenset(p.uid for _, members in _over_spare(candidates, gang_of).values() for p in members)

@@ -177,15 +177,6 @@ class Order(Layout):
         # for the gangs it must break, only for what comes after them in the key).
         return self.arrange((0, violations, 0, top, guaranteed, burstable, homeless, shifted, victims, start))
 
-    def canonical(self, key: tuple) -> tuple:
-        """``key`` (of this order) back in CANONICAL's order."""
-        if self._index is None:
-            return key
-        out = [None] * len(key)
-        for value, i in zip(key, self._index):
-            out[i] = value
-        return tuple(out)
-
 
 DEFAULT = Order()
 

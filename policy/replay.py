@@ -198,9 +198,8 @@ def replay(
         no_home = tuple(v.key for v in live if where.home(v, excluding=choice.node) is None)
         cluster.apply(pod, choice.node, choice.victims)
         removed.extend(live)
-        replacements = [_replacement(v) for v in live if v.owner is not None]
         if replace:
-            queue.extend((r, depth + 1) for r in replacements)
+            queue.extend((_replacement(v), depth + 1) for v in live if v.owner is not None)
         steps.append(
             Step(pod.key, depth, choice.node, tuple(v.key for v in live), violations, no_home, choice.why, broken)
         )
