@@ -45,6 +45,7 @@ class NodeOutcome:
     cost: ranking.Cost | None = None
     kept_scheduler_victims: bool = False
     reasons: tuple[str, ...] = ()
+    broken: gangs.Broken = gangs.NONE_BROKEN  # the gangs the victims break, as the cost counts them
 
 
 @dataclass(frozen=True, slots=True)
@@ -546,6 +547,7 @@ def _evaluate(
             selection.homeless.count,
         ),
         reasons=reasons,
+        broken=selection.broken,
     )
 
 
@@ -830,5 +832,6 @@ def _keep_scheduler_victims(
             *((broken.describe(),) if broken.count else ()),
             *((homeless.describe(),) if homeless.count else ()),
         ),
+        broken=broken,
     )
 

@@ -100,7 +100,7 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
         budgets={uid: keys for uid, keys in budgets.items() if keys},
         in_gangs=in_gangs,
         no_home=no_home,
-        broken=tuple(g.describe() for g in gangs.count_broken(victims, view.gang_of).gangs),
+        broken=tuple(g.describe() for g in chosen.broken.gangs) if chosen else (),
     )
 
 

@@ -12,6 +12,7 @@ from extender.state.ledger import IN_FLIGHT_SECONDS
 from extender.serving import wire
 from extender.state import translate
 from extender.state.source import StaticCluster
+from policy.model import InFlight
 from policy.preempt import Proposal, decide
 from policy.qos import QoS
 from tests.builders import node, pdb, pod, view
@@ -183,6 +184,27 @@ def test_the_notes_name_the_gangs_kept_whole_and_broken():
     w.check(carried_out(v, preemptor, victim))
     assert recorded.events[0].note.startswith(
         "On n1: breaks gang test ml/big (2 running, at least 2 needed: test gang); 0 PDB violations; evicts"
+    ), recorded.events[0].note
+
+
+def test_the_notes_count_broken_gangs_as_the_decision_does_with_answers_in_flight():
+    # A gang of three needing two: g0 and g1 on n1, g2 on n2, taken by an earlier answer still
+    # in flight. The view shows three running (one to spare), but the decision counts g2 gone:
+    # evicting one more on n1 breaks the gang, and the Event must say what the cost counted.
+    g0, g1 = (pod(f"g{i}", ns="ml", node="n1", cpu=1, priority=1, start=i, gang=("g", 2)) for i in range(2))
+    g2 = pod("g2", ns="ml", node="n2", cpu=1, priority=1, gang=("g", 2))
+    earlier = pod("earlier", ns="shop", cpu=1, priority=10)
+    preemptor = pod("checkout", ns="shop", cpu=3, priority=10)
+    v = view([node("n1", cpu=4), node("n2", cpu=1)], [g0, g1, g2, earlier, preemptor])
+    proposals = {"n1": Proposal((g1.uid,), 0)}
+    decision = decide(view=v, preemptor=preemptor, proposals=proposals, in_flight=(InFlight(earlier, "n2", (g2,)),))
+    (victim,) = decision.outcomes[0].victims
+    assert decision.outcomes[0].broken.count == 1
+    w, recorded, _ = witness()
+    w.answered(v, preemptor, proposals, decision)
+    w.check(carried_out(v, preemptor, victim))
+    assert recorded.events[0].note.startswith(
+        "On n1: breaks gang test ml/g (2 running, at least 2 needed: test gang); 0 PDB violations; evicts"
     ), recorded.events[0].note
 
 
