@@ -64,7 +64,7 @@ class Store:
         self._dirty_nominated: set[str] = set()
         self._dirty_members: set[str] = set()
         self._dirty_gangs: set[str] = set()
-        self._dirty_minimums: set[str] = set()  # gang keys
+        self._minimums_changed = False
         self._dirty_kinds: set[str] = set(kinds)
         self._dirty_pods: set[str] = set()  # UIDs of pods changed since the last view
         self._deleted_pods: set[str] = set()  # UIDs of pods deleted since the last view
@@ -97,7 +97,9 @@ class Store:
             elif kind == CLASSES:
                 self._classes = dict(records)
             elif kind in GROUPS:
+                self._minimums_changed = True  # nothing else changes: the next view stays incremental
                 self._reindex_minimums()
+                return
             self._all_dirty = True
 
     def forget(self, kind: str) -> None:
@@ -112,9 +114,8 @@ class Store:
             self._generation += 1
             self._dirty_kinds.add(kind)
             if kind in GROUPS:
-                for record in old.values():
-                    self._minimums.pop(record.key, None)
-                    self._dirty_minimums.add(record.key)
+                self._minimums_changed = True
+                self._reindex_minimums()
             else:
                 self._all_dirty = True
 
@@ -152,10 +153,10 @@ class Store:
             elif kind in GROUPS:
                 if old is not None:
                     self._minimums.pop(old.key, None)
-                    self._dirty_minimums.add(old.key)
+                    self._minimums_changed = True
                 if record is not None:
                     self._minimums[record.key] = record
-                    self._dirty_minimums.add(record.key)
+                    self._minimums_changed = True
 
     def bookmark(self, kind: str, resource_version: str) -> None:
         with self._lock:
@@ -286,20 +287,19 @@ class Store:
             self._all_dirty = False
             self._dirty_nodes, self._dirty_nominated, self._dirty_members, self._dirty_gangs = set(), set(), set(), set()
             self._dirty_kinds, self._dirty_pods, self._deleted_pods = set(), set(), set()
-            self._dirty_minimums = set()
+            self._minimums_changed = False
         return generation, versions, view
 
-    def _refreshed(self, previous, dirty: set[str], index: dict[str, Any], value: Callable | None = None):
+    def _refreshed(self, previous, dirty: set[str], index: dict[str, dict[str, Pod]]):
         """``previous`` (a mapping of a published view) with the ``dirty`` keys rebuilt from
-        ``index``: ``value(entry)`` (a pod index: its pods in store order), gone where empty."""
+        ``index`` (a pod index: its pods in store order), gone where empty."""
         if not dirty:
             return previous
-        value = value or self._by_seq
         out = dict(previous)
         for key in dirty:
             entry = index.get(key)
             if entry:
-                out[key] = value(entry)
+                out[key] = self._by_seq(entry)
             else:
                 out.pop(key, None)
         return out
@@ -351,13 +351,9 @@ class Store:
             pod_budgets=dict(self._pod_budgets) if (PODS in dirty or BUDGETS in dirty) else prev.pod_budgets,
             budget_members=members,
             gang_members=self._refreshed(prev.gang_members, self._dirty_gangs, self._gangs),
-            group_minimums=self._refreshed(prev.group_minimums, self._dirty_minimums, self._minimums, _as_is),
+            group_minimums=dict(self._minimums) if self._minimums_changed else prev.group_minimums,
             memo=prev.carry_memo(dirty_nodes=self._dirty_nodes, budgets_changed=budgets_changed),
         )
-
-
-def _as_is(value):
-    return value
 
 
 def _discard(index: dict[str, dict[str, Pod]], name: str, uid: str) -> None:

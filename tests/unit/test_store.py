@@ -243,3 +243,21 @@ def test_the_change_log_forgets_deletions_no_record_can_ask_about():
     now[0] = 130.0
     log.record(None)
     assert (log.deleted_at("a"), log.deleted_at("b")) == (None, 2)
+
+
+def test_a_group_objects_relist_or_loss_changes_only_the_minimums():
+    # A PodGroup kind listed again (a 410, or discovery finding it) or forgotten changes no
+    # node, pod or budget: the next view is incremental (it shares the previous view's nodes
+    # and keeps its memo), not a rebuild of every node.
+    store = Store(KINDS)
+    store.replace("nodes", {"n1": node("n1", cpu=4)}, "1")
+    store.replace(COSCHEDULING_GROUPS, {}, "1")
+    first = store.build_view()[2]
+    first.memo[("kept",)] = {}
+    store.replace(COSCHEDULING_GROUPS, {"ns/a": group_minimum(COSCHEDULING_GROUPS, "ns", "a", 2)}, "2")
+    second = store.build_view()[2]
+    assert second.nodes is first.nodes and ("kept",) in second.memo
+    assert list(second.group_minimums) == ["test ns/a"]
+    store.forget(COSCHEDULING_GROUPS)
+    third = store.build_view()[2]
+    assert third.nodes is first.nodes and third.group_minimums == {}
