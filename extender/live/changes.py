@@ -9,7 +9,6 @@ from typing import Any
 
 import pydantic
 
-from extender.live.store import COSCHEDULING_GROUPS, VOLCANO_GROUPS, WORKLOAD_GROUPS
 from extender.state import kube, translate
 from policy.model import PriorityClass
 
@@ -75,15 +74,11 @@ KINDS = {
     # Gang group objects (policy.gangs.GroupMinimum; docs/running.md, "Gangs"): a record only
     # for a group with a minimum.
     **{
-        name: Kind(name, path, {}, model, lambda obj, classes, minimum=minimum: minimum(obj), optional=True)
-        for name, path, model, minimum in (
-            (COSCHEDULING_GROUPS, "/apis/scheduling.x-k8s.io/v1alpha1/podgroups", kube.MinMemberPodGroup,
-             translate.coscheduling_minimum),
-            (VOLCANO_GROUPS, "/apis/scheduling.volcano.sh/v1beta1/podgroups", kube.MinMemberPodGroup,
-             translate.volcano_minimum),
-            (WORKLOAD_GROUPS, "/apis/scheduling.k8s.io/v1beta1/podgroups", kube.WorkloadPodGroup,
-             translate.workload_minimum),
+        translate.group_kind(version): Kind(
+            translate.group_kind(version), f"/apis/{version}/podgroups", {}, model,
+            lambda obj, classes, minimum=minimum: minimum(obj), optional=True,
         )
+        for version, (model, minimum) in translate.GROUP_KINDS.items()
     },
 }
 

@@ -21,16 +21,14 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from extender.state.translate import GROUP_KINDS, group_kind
 from policy.gangs import GroupMinimum
 from policy.model import DisruptionBudget, Pod
 from policy.view import ClusterView, NodeInfo
 
 PODS, NODES, BUDGETS, CLASSES = "pods", "nodes", "poddisruptionbudgets", "priorityclasses"
-# The gang group objects (extender.live.changes): records are policy.gangs.GroupMinimum.
-COSCHEDULING_GROUPS = "podgroups.scheduling.x-k8s.io"
-VOLCANO_GROUPS = "podgroups.scheduling.volcano.sh"
-WORKLOAD_GROUPS = "podgroups.scheduling.k8s.io"
-GROUPS = frozenset({COSCHEDULING_GROUPS, VOLCANO_GROUPS, WORKLOAD_GROUPS})
+# The gang group objects (extender.state.translate.GROUP_KINDS): records are policy.gangs.GroupMinimum.
+GROUPS = frozenset(group_kind(version) for version in GROUP_KINDS)
 
 
 class Store:

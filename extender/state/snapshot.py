@@ -26,14 +26,8 @@ KINDS = {
     "PodDisruptionBudget": ("policy/v1",),
     "PriorityClass": ("scheduling.k8s.io/v1",),
 }
-# (apiVersion, kind) -> (projection, record) of the gang group objects (policy.gangs.GroupMinimum).
-# Other apiVersions of a PodGroup kind belong to other projects (or other Workload API
-# versions): ignored, like any unknown kind.
-GROUP_KINDS = {
-    ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): (kube.MinMemberPodGroup, translate.coscheduling_minimum),
-    ("scheduling.volcano.sh/v1beta1", "PodGroup"): (kube.MinMemberPodGroup, translate.volcano_minimum),
-    ("scheduling.k8s.io/v1beta1", "PodGroup"): (kube.WorkloadPodGroup, translate.workload_minimum),
-}
+# (apiVersion, kind) -> (projection, record) of the gang group objects (translate.GROUP_KINDS).
+GROUP_KINDS = {(version, "PodGroup"): entry for version, entry in translate.GROUP_KINDS.items()}
 _GROUP_KIND_NAMES = frozenset(kind for _, kind in GROUP_KINDS)
 
 

@@ -288,10 +288,27 @@ def workload_minimum(group: kube.WorkloadPodGroup) -> gangs.GroupMinimum | None:
 
 
 def _minimum(framework: str, meta: kube.ObjectMeta, field: str, minimum: int | None) -> gangs.GroupMinimum | None:
-    """None for no minimum, or one below 1: the pods are independent, never an error."""
-    if minimum is None or minimum < 1:
+    """None for no minimum, or one below 2: the pods are independent (policy.gangs.gang), never
+    an error. Volcano makes a PodGroup of minimum 1 for every plain pod: no record for those."""
+    if minimum is None or minimum < 2:
         return None
     namespace = meta.namespace or "default"
     return gangs.GroupMinimum(
         gangs.key(framework, namespace, meta.name), minimum, f"PodGroup {namespace}/{meta.name} {field}"
     )
+
+
+# The gang group objects reprieve reads (policy.gangs.GroupMinimum): apiVersion -> (projection,
+# record), all of kind PodGroup. Other apiVersions of a PodGroup kind belong to other projects
+# (or other Workload API versions): ignored, like any unknown kind.
+GROUP_KINDS = {
+    "scheduling.x-k8s.io/v1alpha1": (kube.MinMemberPodGroup, coscheduling_minimum),
+    "scheduling.volcano.sh/v1beta1": (kube.MinMemberPodGroup, volcano_minimum),
+    "scheduling.k8s.io/v1beta1": (kube.WorkloadPodGroup, workload_minimum),
+}
+
+
+def group_kind(api_version: str) -> str:
+    """The live cache's name for the PodGroups of ``api_version`` (as /readyz says it):
+    ``podgroups.<API group>``."""
+    return "podgroups." + api_version.split("/")[0]

@@ -134,6 +134,8 @@ def test_annotations_not_read_are_not_validated_and_overlong_kept_ones_are_dropp
         pytest.param(kube.WorkloadPodGroup, translate.workload_minimum, {"schedulingPolicy": {"gang": {}}}, None, id="workload-gang-without-count"),
         pytest.param(kube.MinMemberPodGroup, translate.coscheduling_minimum, {}, None, id="no-min-member"),
         pytest.param(kube.MinMemberPodGroup, translate.volcano_minimum, {"minMember": 0}, None, id="min-member-zero"),
+        # Volcano's PodGroup for a plain pod: no gang (policy.gangs.gang), so no record either.
+        pytest.param(kube.MinMemberPodGroup, translate.volcano_minimum, {"minMember": 1}, None, id="min-member-one"),
         pytest.param(kube.MinMemberPodGroup, translate.coscheduling_minimum, {"minMember": -1}, None, id="min-member-negative"),
     ],
 )
@@ -206,8 +208,8 @@ def test_a_bad_group_object_stops_startup_naming_object_and_field(obj, message):
 
 
 def test_same_name_in_two_group_kinds_is_two_gangs():
-    docs = [group(COSCHEDULING, "g", {"minMember": 1}), group(VOLCANO, "g", {"minMember": 2})]
-    assert {k: g.minimum for k, g in snapshot.from_documents(docs).group_minimums.items()} == {"coscheduling ml/g": 1, "volcano ml/g": 2}
+    docs = [group(COSCHEDULING, "g", {"minMember": 3}), group(VOLCANO, "g", {"minMember": 2})]
+    assert {k: g.minimum for k, g in snapshot.from_documents(docs).group_minimums.items()} == {"coscheduling ml/g": 3, "volcano ml/g": 2}
 
 
 def test_podgroups_of_other_api_versions_are_ignored_and_logged(caplog):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from extender.live.store import COSCHEDULING_GROUPS, GROUPS, Store
+from extender.live.store import GROUPS, Store
+from extender.state.translate import group_kind
 from extender.state.standings import Standings
 from policy import bounds, prioritize, tenancy
 from policy.gangs import GroupMinimum
@@ -14,6 +15,7 @@ from policy.view import ClusterView
 from tests.builders import node, pdb, pod
 
 KINDS = ("priorityclasses", "nodes", "poddisruptionbudgets", "pods", *sorted(GROUPS))
+COSCHEDULING_GROUPS = group_kind("scheduling.x-k8s.io/v1alpha1")  # its keys are the builders' gangs'
 NODES = ["n1", "n2", "n3"]
 APPS = ["a", "b", "c"]
 
