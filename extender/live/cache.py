@@ -182,8 +182,12 @@ class LiveCluster:
             self._stop.wait(self._discovery_interval)
 
     def _discover_once(self) -> None:
-        """Start watching each optional kind the API server serves that is not watched yet."""
+        """Start watching each optional kind the API server serves that is not watched yet (a
+        watched kind's reflector finds out itself when it goes: _unavailable)."""
         for kind in OPTIONAL:
+            with self._lock:
+                if kind.name in self._watching:
+                    continue
             state, why = self._served(kind)
             with self._lock:
                 start = state == SERVED and kind.name not in self._watching and not self._stop.is_set()

@@ -194,6 +194,9 @@ def test_absent_and_forbidden_kinds_leave_the_cache_ready_with_the_served_ones(f
         time.sleep(1.0)  # several discovery rounds: the forbidden kind is retried, and stays harmless
         assert cluster.ready() and cluster.staleness() == 0.0
         assert fake.requests.count(KINDS[VOLCANO].path) >= 2
+        # A kind being watched is not discovered again: its reflector sees it go (404, 403).
+        assert fake.requests.count(KINDS[WORKLOAD].group_version) == 1
+        assert fake.requests.count(KINDS[COSCHEDULING].group_version) >= 2
         # Each kind's fate is logged once, though discovery repeats and the forbidden list is retried.
         said = sorted((r.levelname, r.getMessage().split(":")[0]) for r in caplog.records if r.name == "extender.live.cache")
         assert said == sorted([("INFO", COSCHEDULING), ("INFO", WORKLOAD), ("WARNING", VOLCANO)]), caplog.text
