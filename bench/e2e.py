@@ -118,7 +118,6 @@ FLOORS = [
     Config("noop-go/filter+preempt", "noop-go", STANZAS["filter+preempt"]),
 ]
 NOOP_GO = ROOT / "bench" / "noop_go"
-EXTENDERS = ("reprieve", "noop", "noop-go")  # the processes whose CPU each run reads
 
 
 def build_noop_go(binary: Path) -> Path:
@@ -199,7 +198,7 @@ class BenchPlane(ControlPlane):
     """The end-to-end control plane without its two long-running schedulers: a scheduler per run."""
 
     noop_go: Path | None = None  # the do-nothing extender in Go, built (--floors): start it too
-    noop_go_port: int | None = None
+    extender_ports: dict[str, int]  # reprieve and the do-nothing extenders started, by Config.extender
 
     def start(self) -> "BenchPlane":
         try:
@@ -212,18 +211,16 @@ class BenchPlane(ControlPlane):
             # costs reprieve's watch exactly its create, bind and delete events (a real kubelet
             # adds its status updates: each one costs what one of these events costs).
             self.start_reprieve()
-            self.noop_port = free_port()
-            self._spawn(
-                "noop",
-                [sys.executable, str(ROOT / "bench" / "noop_extender.py"), "--bind", f"127.0.0.1:{self.noop_port}"],
-                lambda: urllib.request.urlopen(f"http://127.0.0.1:{self.noop_port}/healthz", timeout=1).status == 200,
-            )
+            self.extender_ports = {"reprieve": self.reprieve_port}
+            noops = {"noop": [sys.executable, str(ROOT / "bench" / "noop_extender.py")]}
             if self.noop_go is not None:
-                self.noop_go_port = free_port()
+                noops["noop-go"] = [str(self.noop_go)]
+            for name, command in noops.items():
+                port = self.extender_ports[name] = free_port()
                 self._spawn(
-                    "noop-go",
-                    [str(self.noop_go), "--bind", f"127.0.0.1:{self.noop_go_port}"],
-                    lambda: urllib.request.urlopen(f"http://127.0.0.1:{self.noop_go_port}/healthz", timeout=1).status == 200,
+                    name,
+                    [*command, "--bind", f"127.0.0.1:{port}"],
+                    lambda port=port: urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).status == 200,
                 )
         except BaseException:
             self.stop()
@@ -240,7 +237,7 @@ class BenchPlane(ControlPlane):
 
     def cpu(self) -> dict[str, float]:
         """CPU seconds so far of reprieve and of each do-nothing extender running."""
-        return {name: cpu_seconds(self.pid(name)) for name in EXTENDERS if name in self.procs}
+        return {name: cpu_seconds(self.pid(name)) for name in self.extender_ports}
 
     def bench_scheduler_config(self, config: Config, scheduler_name: str) -> Path:
         body = {
@@ -253,7 +250,7 @@ class BenchPlane(ControlPlane):
         if config.extender:
             shipped = yaml.safe_load(SCHEDULER_CONFIG.read_text())["extenders"][0]
             stanza = {k: v for k, v in shipped.items() if k not in ("filterVerb", "prioritizeVerb", "preemptVerb")}
-            port = {"reprieve": self.reprieve_port, "noop": self.noop_port, "noop-go": self.noop_go_port}[config.extender]
+            port = self.extender_ports.get(config.extender)
             if port is None:
                 raise ValueError(f"{config.label}: its extender was not started (noop-go runs with --floors)")
             stanza["urlPrefix"] = f"http://127.0.0.1:{port}{config.path}"

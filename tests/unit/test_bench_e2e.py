@@ -96,7 +96,7 @@ def test_the_go_noop_answers_as_the_python_one(tmp_path):
 
 def test_each_stanza_names_exactly_its_verbs(tmp_path):
     plane = e2e.BenchPlane(tmp_path, tmp_path)
-    plane.noop_port, plane.noop_go_port = 12345, 23456
+    plane.extender_ports = {"reprieve": plane.reprieve_port, "noop": 12345, "noop-go": 23456}
     for config in e2e.configs(list(e2e.STANZAS)) + e2e.FLOORS:
         written = yaml.safe_load(plane.bench_scheduler_config(config, "bench-scheduler").read_text())
         assert written["clientConnection"]["qps"] == 1000
