@@ -70,7 +70,7 @@ def scene(kind: str, args, rng: random.Random):
     victims = {}
     for p in pods:  # one victim per shape
         victims.setdefault((tuple(p.requests.items()), p.priority, p.placement), p)
-    return ClusterView.build(nodes=nodes, pods=pods), list(victims.values())
+    return nodes, pods, list(victims.values())
 
 
 def timed(fn) -> float:
@@ -96,12 +96,13 @@ def main() -> None:
     )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for kind in ("roomy", "packed", "pinned", "tainted"):
-        v, victims = scene(kind, args, rng)
-        firsts, nexts, per_shape, repeated, triples, without = [], [], [], [], [], 0
-        names = list(v.nodes)
+        nodes, pods, victims = scene(kind, args, rng)
+        firsts, nexts, per_shape, repeated, triples = [], [], [], [], []
+        names = [n.name for n in nodes]
+        v = None
         for round_ in range(2 * args.views):
             previous = v
-            v = ClusterView.build(nodes=[i.node for i in v.nodes.values()], pods=v.pods.values())
+            v = ClusterView.build(nodes=nodes, pods=pods)
             if round_ % 2:  # the next view: 10 nodes changed, the rest of the memo carried
                 v = dataclasses.replace(v, memo=previous.carry_memo(dirty_nodes=rng.sample(names, 10), budgets_changed=False))
             gc.collect()
@@ -114,9 +115,9 @@ def main() -> None:
                 per_shape.append(timed(lambda: h.home(victim, excluding=victim.node_name)))
             for victim in order:
                 repeated.append(timed(lambda: h.home(victim, excluding=victim.node_name)))
-            without = sum(h.home(victim, excluding=victim.node_name) is None for victim in order)
             for i in range(0, len(order) - 2, 3):
                 triples.append(timed(lambda: homes.homeless(order[i : i + 3], h, node=order[i].node_name)))
+        without = sum(h.home(victim, excluding=victim.node_name) is None for victim in victims)  # every view alike
         q = lambda xs, p: statistics.quantiles(xs, n=100)[p - 1]  # noqa: E731
         print(
             f"| {kind} | {len(victims)} | {without} | {statistics.median(firsts):.0f} / {statistics.median(nexts):.0f} "

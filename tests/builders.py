@@ -144,6 +144,17 @@ def keys(pods) -> list[str]:
     return [p.name for p in pods]
 
 
+def cost_key(victims, v: ClusterView, order=None, node: str = "n1") -> tuple:
+    """reprieve's ranking key (``order``, the default if None) of evicting ``victims`` from
+    ``node`` of ``v``: its budgets, gangs and homes as the view has them."""
+    from policy import gangs, homes, ranking
+    from policy.pdb import count_violations
+
+    broken = gangs.count_broken(victims, v.gang_of).count
+    homeless = homes.homeless(victims, homes.of(v), node=node).count
+    return (order or ranking.DEFAULT).cost(victims, count_violations(victims, v.budgets_covering), broken=broken, homeless=homeless).key
+
+
 def scheduler_proposals(v: ClusterView, preemptor: Pod, in_flight=(), nodes=None) -> dict:
     """What kube-scheduler proposes to the preempt verb on ``v`` (policy.stock's emulation) when
     it has taken the answers ``in_flight``: its nominator holds their preemptors on their nodes

@@ -12,12 +12,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy import gangs, homes, preempt, ranking, stock
+from policy import homes, preempt, ranking, stock
 from policy.causes import Cause
-from policy.pdb import count_violations
 from policy.qos import QoS
 from policy.victims import VictimSelection, select_victims
-from tests.builders import group, node, pdb, pod, view
+from tests.builders import cost_key, group, node, pdb, pod, view
 
 G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
 
@@ -31,12 +30,6 @@ def both(v, preemptor, name="n1", order=ranking.DEFAULT):
     )
     theirs = stock.select_victims(node=info, preemptor=preemptor, reservations=reservations, budgets_of=v.budgets_covering)
     return mine, theirs
-
-
-def key(victims, v, order=ranking.DEFAULT, node="n1"):
-    broken = gangs.count_broken(victims, v.gang_of).count
-    homeless = homes.homeless(victims, homes.of(v), node=node).count
-    return order.cost(victims, count_violations(victims, v.budgets_covering), broken=broken, homeless=homeless).key
 
 
 # Who re-creates a pod, by its index: bare (no home), a ReplicaSet's (a home where it fits), a
@@ -125,7 +118,7 @@ def test_reprieve_never_costs_more_than_stock_on_a_node(
     if not isinstance(theirs, stock.Victims):
         return
     assert isinstance(mine, VictimSelection), mine
-    assert key(mine.victims, v, order) <= key(theirs.victims, v, order), (
+    assert cost_key(mine.victims, v, order) <= cost_key(theirs.victims, v, order), (
         [p.name for p in mine.victims], [p.name for p in theirs.victims]
     )
 
@@ -193,4 +186,4 @@ def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
     assert len(decision.answer) == 1, decision.reasons
     (offered,) = decision.answer
     outcome = next(o for o in decision.outcomes if o.node == offered)
-    assert key(outcome.victims, v, node=offered) <= key(theirs, v, node=dry.pick.chosen), (offered, dry.pick.chosen)
+    assert cost_key(outcome.victims, v, node=offered) <= cost_key(theirs, v, node=dry.pick.chosen), (offered, dry.pick.chosen)

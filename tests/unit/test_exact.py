@@ -56,7 +56,6 @@ def brute_force(
 
 # flag -> the gang a pod belongs to (see pods_on_a_node)
 GANGS = {2: ("g1", None), 3: ("g1", None), 4: ("g1", None), 5: ("g2", None)}
-GANGS = {flag: GANGS.get(flag) for flag in range(8)}
 
 pods_on_a_node = st.lists(
     st.tuples(
@@ -93,7 +92,7 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
         pod(
             f"p{i}", node="n1", priority=prio, cpu=cpu, mem=mem, qos=qos if cpu or mem else BE, start=start,
             labels={**({"a": "1"} if "a" in budgets else {}), **({"b": "1"} if "b" in budgets else {}), "id": str(i)},
-            terminating=flag == 0, gang=GANGS[flag],
+            terminating=flag == 0, gang=GANGS.get(flag),
         )
         for i, (prio, cpu, mem, qos, start, budgets, flag) in enumerate(running)
     ]

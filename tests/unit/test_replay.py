@@ -10,10 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy import gangs, homes, ranking, replay, workload
-from policy.pdb import count_violations
+from policy import replay, workload
 from policy.qos import QoS
-from tests.builders import node, pdb, pod, view
+from tests.builders import cost_key, node, pdb, pod, view
 
 G, B = QoS.GUARANTEED, QoS.BURSTABLE
 
@@ -235,20 +234,13 @@ def test_every_decision_along_reprieves_replay_costs_no_more_than_stocks(seed, p
     def both(view, pod):
         mine, theirs = replay.reprieve_side(view, pod), replay.stock_side(view, pod)
         if theirs.victims and mine.victims:
-            compared.append((_key(mine, view), _key(theirs, view), pod.key))
+            compared.append((cost_key(mine.victims, view, node=mine.node), cost_key(theirs.victims, view, node=theirs.node), pod.key))
         return mine
 
     with mock.patch.dict(replay.SIDES, {"checked": both}):
         replay.replay(made.view, made.pending, side="checked", replace=replace)
     for mine, theirs, key in compared:
         assert mine <= theirs, (f"--generate {pending} --seed {seed}", key)
-
-
-def _key(choice, view):
-    victims = choice.victims
-    broken = gangs.count_broken(victims, view.gang_of).count
-    homeless = homes.homeless(victims, homes.of(view), node=choice.node).count
-    return ranking.cost(victims, count_violations(victims, view.budgets_covering), broken=broken, homeless=homeless).key
 
 
 def test_the_replay_counts_victims_with_no_home_as_policy_homes_judges_them():
