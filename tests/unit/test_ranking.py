@@ -4,85 +4,158 @@ from __future__ import annotations
 
 import pytest
 
-from policy.preempt import Proposal, Verdict, decide
+from policy import ranking
+from policy.model import PriorityClass
+from policy.preempt import Verdict, decide
 from policy.qos import QoS
-from tests.builders import node, pdb, pod, view
+from policy.tenancy import Rules
+from tests.builders import node, pdb, pod, scheduler_proposals, view
 
-G, B = QoS.GUARANTEED, QoS.BURSTABLE
-
-
-def proposals(**victims):
-    return {n: Proposal(tuple(f"uid-default-{v}" for v in vs), 0) for n, vs in victims.items()}
+G = QoS.GUARANTEED
+KEEP = PriorityClass("keep", 0, annotations={Rules().opt_out_annotation: "false"})  # opts its pods out
+LOWEST = -(2**31)  # the lowest priority a pod can have (int32)
 
 
 def outcome(decision, name):
     return next(o for o in decision.outcomes if o.node == name)
 
 
-@pytest.mark.parametrize(
-    "running, budgets, chosen",
-    [
-        pytest.param(
-            # Each node: 10 cpu, one 10-cpu victim. n1's victim is behind a zero-allowance budget
-            # (1 violation); n2's is not (0). Fewest violations wins even though n2's victim has
-            # the higher priority.
-            [pod("a", node="n1", priority=1, cpu=10, labels={"app": "db"}), pod("b", node="n2", priority=5, cpu=10)],
-            [pdb("db", allowed=0, match={"app": "db"})],
-            ("n2",),
-            id="fewest-pdb-violations",
-        ),
-        pytest.param(
-            # No budgets: the lower highest-victim priority wins (1 < 5).
-            [pod("a", node="n1", priority=1, cpu=10), pod("b", node="n2", priority=5, cpu=10)],
-            [],
-            ("n1",),
-            id="lowest-highest-victim-priority",
-        ),
-        pytest.param(
-            # Same priority: a Burstable victim is cheaper than a Guaranteed one.
-            [pod("a", node="n1", priority=1, cpu=10, qos=G), pod("b", node="n2", priority=1, cpu=10, qos=B)],
-            [],
-            ("n2",),
-            id="fewer-guaranteed-victims",
-        ),
-        pytest.param(
-            # Same priority and QoS: one victim (n2) beats two (n1). Sums: n1 2*(1+2^31) > n2 1*(1+2^31).
-            [
-                pod("a1", node="n1", priority=1, cpu=5),
-                pod("a2", node="n1", priority=1, cpu=5),
-                pod("b", node="n2", priority=1, cpu=10),
-            ],
-            [],
-            ("n2",),
-            id="fewer-victims-by-shifted-sum",
-        ),
-        pytest.param(
-            # Everything equal but start times: evict the younger work (n2's victim started later).
-            [pod("a", node="n1", priority=1, cpu=10, start=100), pod("b", node="n2", priority=1, cpu=10, start=500)],
-            [],
-            ("n2",),
-            id="latest-start-of-top-victims",
-        ),
-        pytest.param(
-            # Exact ties: only the first is offered, so that the answer in flight is known.
-            [pod("a", node="n1", priority=1, cpu=10, start=100), pod("b", node="n2", priority=1, cpu=10, start=100)],
-            [],
-            ("n1",),
-            id="exact-tie-offers-the-first",
-        ),
-    ],
-)
-def test_node_ranking(running, budgets, chosen):
-    v = view([node("n1"), node("n2")], running, budgets)
+def row(name, cluster, preemptor, chosen, rules=None):
+    """A row of test_node_ranking: ``chosen`` offered of n1 and n2 in ``cluster``, ``name``
+    (a Criterion.name) deciding."""
+    return pytest.param(name, cluster, preemptor, rules, chosen, id=name)
+
+
+def criterion_named(reason: str) -> ranking.Criterion | None:
+    """The criterion an outranked node's reason says decided: its last clause starts with the
+    criterion's name (the longest that fits: "victims with no home" is not "victims")."""
+    clause = reason.rsplit(": ", 1)[-1]
+    return max((c for c in ranking.CANONICAL if clause.startswith(f"{c.name} ")), key=lambda c: len(c.name), default=None)
+
+
+# One row per criterion of ranking.CANONICAL, in the default order: n1 and n2 tie on every
+# criterion before it and differ on it. Nodes have 10 cpu unless a row says otherwise; the
+# preemptor has priority 10.
+ROWS = [
+    row(
+        # n1: 1 opted-out victim, n2: 0; n2's victim has the higher priority (5 > 0), which
+        # comes later.
+        "opted-out victims",
+        view([node("n1"), node("n2")], [pod("kept", node="n1", cpu=10, pc="keep"), pod("plain", node="n2", priority=5, cpu=10)],
+             classes=[KEEP]),
+        pod("pre", priority=10, cpu=10), "n2", Rules(),
+    ),
+    row(
+        # n1: 1 PDB violation (its victim behind a budget allowing none), n2: 0; n2's victim has
+        # the higher priority (5 > 1).
+        "PDB violations",
+        view([node("n1"), node("n2")],
+             [pod("db", node="n1", priority=1, cpu=10, labels={"app": "db"}), pod("b", node="n2", priority=5, cpu=10)],
+             [pdb("db", allowed=0, match={"app": "db"})]),
+        pod("pre", priority=10, cpu=10), "n2",
+    ),
+    row(
+        # n1: 1 broken gang (g0's gang runs 2 members, g1 on n3, and needs 2), n2: 0; 0 PDB
+        # violations each; n2's victim has the higher priority (5 > 1).
+        "broken gangs",
+        view([node("n1"), node("n2"), node("n3")],
+             [pod("g0", node="n1", priority=1, cpu=10, gang=("train", 2)), pod("g1", node="n3", priority=1, cpu=10, gang=("train", 2)),
+              pod("b", node="n2", priority=5, cpu=10)]),
+        pod("pre", priority=10, cpu=10), "n2",
+    ),
+    row(
+        # n1: most important victim at priority 5, n2: at 1; no budget, no gang.
+        "highest victim priority",
+        view([node("n1"), node("n2")], [pod("a", node="n1", priority=5, cpu=10), pod("b", node="n2", priority=1, cpu=10)]),
+        pod("pre", priority=10, cpu=10), "n2",
+    ),
+    row(
+        # n1: 1 Guaranteed victim, n2: 0 (Burstable); both at priority 1.
+        "Guaranteed victims",
+        view([node("n1"), node("n2")], [pod("g", node="n1", priority=1, cpu=10, qos=G), pod("b", node="n2", priority=1, cpu=10)]),
+        pod("pre", priority=10, cpu=10), "n2",
+    ),
+    row(
+        # n1: 1 Burstable victim (10 cpu), n2: 0; n2 has one pod slot, taken by a BestEffort pod
+        # (no requests), which must go for the preemptor to fit. Both at priority 1, 0 Guaranteed.
+        "Burstable victims",
+        view([node("n1"), node("n2", pods=1)], [pod("b", node="n1", priority=1, cpu=10), pod("be", node="n2", priority=1)]),
+        pod("pre", priority=10, cpu=10), "n2",
+    ),
+    row(
+        # 4-cpu nodes, each 1 cpu at priority 100 and a 2-cpu Burstable victim at priority 1
+        # (1 free + 2 = 3 for the preemptor). n1's victim is bare: 1 with no home; n2's is a
+        # ReplicaSet's, whose replacement (2 cpu) fits on 'spare' (2 cpu, too small for the
+        # preemptor's 3): 0.
+        "victims with no home",
+        view([node("n1", cpu=4), node("n2", cpu=4), node("spare", cpu=2)],
+             [pod("high1", node="n1", priority=100, cpu=1), pod("bare", node="n1", priority=1, cpu=2),
+              pod("high2", node="n2", priority=100, cpu=1), pod("owned", node="n2", priority=1, cpu=2, kind="ReplicaSet")]),
+        pod("pre", priority=10, cpu=3), "n2",
+    ),
+    row(
+        # Two 5-cpu Burstable bare victims each, the most important at priority 5 on both.
+        # Sums of priorities: n1 5 + 5 = 10, n2 5 + 1 = 6.
+        "sum of victim priorities",
+        view([node("n1"), node("n2")],
+             [pod("a1", node="n1", priority=5, cpu=5), pod("a2", node="n1", priority=5, cpu=5),
+              pod("b1", node="n2", priority=5, cpu=5), pod("b2", node="n2", priority=1, cpu=5)]),
+        pod("pre", priority=10, cpu=10), "n2",
+    ),
+    row(
+        # The preemptor needs 2 gpus; BestEffort victims (gpus only), the most important at 0.
+        # n1: 1 victim (2 gpus, bare); n2: 2 (1 gpu each): one bare at 0, one a ReplicaSet's at
+        # the lowest priority, whose replacement fits on 'spare' (1 gpu): 1 with no home each.
+        # Shifted sums: n1 (0 + 2^31) = 2^31, n2 (0 + 2^31) + (-2^31 + 2^31) = 2^31, equal.
+        # Victims: n1 1, n2 2. (Each victim adds 2^31 to the sum, so only a priority of -2^31
+        # leaves the sum equal with more victims.)
+        "victims",
+        view([node("n1", gpu=2), node("n2", gpu=2), node("spare", gpu=1)],
+             [pod("a", node="n1", gpu=2), pod("b", node="n2", gpu=1),
+              pod("lowest", node="n2", priority=LOWEST, gpu=1, kind="ReplicaSet")]),
+        pod("pre", priority=10, gpu=2), "n1",
+    ),
+    row(
+        # One Burstable bare victim each at priority 1: n1's started at 100 s, n2's at 500 s.
+        # The younger work goes: n2.
+        "start of the most important victims (later is better)",
+        view([node("n1"), node("n2")],
+             [pod("a", node="n1", priority=1, cpu=10, start=100), pod("b", node="n2", priority=1, cpu=10, start=500)]),
+        pod("pre", priority=10, cpu=10), "n2",
+    ),
+]
+
+
+@pytest.mark.parametrize("name, v, preemptor, rules, chosen", ROWS)
+def test_node_ranking(name, v, preemptor, rules, chosen):
+    proposals = scheduler_proposals(v, preemptor, nodes=["n1", "n2"])
+    assert set(proposals) == {"n1", "n2"}  # both are candidates, as the scheduler sees them
+    [other] = {"n1", "n2"} - {chosen}
+    exhaustive = decide(view=v, preemptor=preemptor, proposals=proposals, rules=rules, exhaustive=True)
+    # Solving only the nodes that can still win (policy.bounds) gives the same answer.
+    fast = decide(view=v, preemptor=preemptor, proposals=proposals, rules=rules)
+    for decision in (exhaustive, fast):
+        assert list(decision.answer) == [chosen], decision.reasons
+        loser = outcome(decision, other)
+        assert loser.verdict is Verdict.OUTRANKED
+        assert getattr(criterion_named(loser.reasons[-1]), "name", None) == name, loser.reasons
+
+
+def test_every_criterion_has_a_row():
+    # A criterion added to the ranking without a row here fails.
+    assert sorted(p.id for p in ROWS) == sorted(c.name for c in ranking.CANONICAL)
+
+
+def test_an_exact_tie_offers_the_first_node():
+    # Everything equal, the start too: only n1 is offered, so that the answer in flight is known.
+    v = view([node("n1"), node("n2")],
+             [pod("a", node="n1", priority=1, cpu=10, start=100), pod("b", node="n2", priority=1, cpu=10, start=100)])
     preemptor = pod("pre", priority=10, cpu=10)
-    on = {n: [p.name for p in running if p.node_name == n] for n in ("n1", "n2")}
-    decision = decide(view=v, preemptor=preemptor, proposals=proposals(**on), exhaustive=True)
-    assert tuple(decision.answer) == chosen
-    for name in {"n1", "n2"} - set(chosen):
-        assert outcome(decision, name).verdict is Verdict.OUTRANKED
-        assert any(r.startswith("not chosen") for r in outcome(decision, name).reasons)
-    # Solving only the nodes that can still win gives the same answer (an exact tie of the
-    # node offered is not solved, so the tie is not reported).
-    fast = decide(view=v, preemptor=preemptor, proposals=proposals(**on))
+    proposals = scheduler_proposals(v, preemptor, nodes=["n1", "n2"])
+    decision = decide(view=v, preemptor=preemptor, proposals=proposals, exhaustive=True)
+    assert list(decision.answer) == ["n1"]
+    assert outcome(decision, "n2").reasons[-1] == "not chosen: ties with n1, which is offered alone"
+    # Unsolved, n2 is not reported as a tie (an exact tie of the node offered is not solved).
+    fast = decide(view=v, preemptor=preemptor, proposals=proposals)
     assert fast.answer == decision.answer
     assert fast.reasons == tuple(r for r in decision.reasons if " tie; " not in r)
