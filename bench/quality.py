@@ -39,7 +39,7 @@ The generated workloads are harder: pods of priority 0-5 in all QoS classes, PDB
 0-2 disruptions, about one app in three a gang (a Kueue pod group needing all its running
 members, spread over the nodes), and preemptors of priority 6-10 that also preempt each other.
 Per decision reprieve never costs more than stock by its own ranking
-(tests/unit/test_dominance.py), but over a whole replay the two clusters drift apart and the
+(tests/unit/test_preempt_vs_stock.py), but over a whole replay the two clusters drift apart and the
 totals go either way (the last section counts how often). Summed over the workloads reprieve is
 at or below stock on every row: fewer PDB violations, broken gangs (budgets rank first, gangs
 next: docs/policy.md has the other orders measured), Guaranteed victims, victims with no home

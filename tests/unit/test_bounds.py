@@ -13,7 +13,7 @@ from policy.model import InFlight, PriorityClass
 from policy.preempt import Proposal, Verdict, decide
 from policy.victims import VictimSelection, select_victims
 from tests.builders import group, node, pdb, pod, view
-from tests.unit.test_dominance import B, BE, G, running_pods
+from tests.unit.test_preempt_vs_stock import B, BE, G, running_pods
 
 
 def _pods(running, on: str, *, prefix: str = ""):

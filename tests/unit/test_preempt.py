@@ -1,4 +1,4 @@
-"""The preempt decision over several candidate nodes: eligibility, ranking, pass-through, fallback."""
+"""The preempt decision over several candidate nodes: eligibility, pass-through, fallback (ranking: test_ranking.py)."""
 
 from __future__ import annotations
 

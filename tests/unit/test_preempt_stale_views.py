@@ -1,4 +1,4 @@
-"""A view older than the scheduler's never strands a preemptor the scheduler could place (issue 17).
+"""A view older than the scheduler's never strands a preemptor the scheduler could place.
 
 kube-scheduler's cache runs ahead of reprieve's watch: pods bound or deleted, pods re-created
 under their names, nominations made or cleared, answers reprieve remembers whose preemptor is

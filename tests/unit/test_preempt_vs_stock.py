@@ -45,7 +45,8 @@ def members_elsewhere(elsewhere):
     ]
 
 
-def test_issue_10_case_reprieve_evicts_the_priority_0_pod_stock_evicts():
+def test_reprieve_evicts_the_priority_0_pod_stock_evicts():
+    # Issue 10's case.
     # A 16-cpu node; a nominated pod (priority 10) holds 2 cpu. The PDB app=a allows 2
     # disruptions. The preemptor (priority 10) asks 2 cpu. Stock evicts p2 alone (priority 0,
     # Burstable, no violation). Protecting the budget's pods first reprieved p2, p4 and p5 and

@@ -1,4 +1,4 @@
-"""Staying consistent with the scheduler in a burst (issue 9): every answer remembered, never
+"""Staying consistent with the scheduler in a burst: every answer remembered, never
 less safe than the scheduler's own proposal, only victims the scheduler can resolve, and no
 preemptor left waiting for room another one took."""
 
@@ -184,7 +184,7 @@ def test_a_pod_that_fits_once_terminating_pods_are_gone_waits_rather_than_evict_
     # nothing is offered, and the scheduler retries the pod when t is deleted. (If the
     # scheduler proposed x because it sees something reprieve does not, the retry resolves it:
     # with t gone, reprieve frees at least what the scheduler's victims free.) Offering n2
-    # instead could cost more than stock's own choice (tests/unit/test_dominance.py found one:
+    # instead could cost more than stock's own choice (tests/unit/test_preempt_vs_stock.py found one:
     # a Guaranteed victim elsewhere where stock evicted a BestEffort pod beside terminating ones).
     t = pod("t", node="n1", cpu=2, priority=1, terminating=True)
     x = pod("x", node="n1", cpu=2, priority=1, start=5)

@@ -1,4 +1,4 @@
-"""The gang PodGroup kinds are optional: watched where the API server serves them, picked up when
+"""The live cache's optional kinds, the gang PodGroups: watched where the API server serves them, picked up when
 their CRD arrives, forgotten when it goes, and never a reason for the cache not to be ready.
 
 A small API server on loopback serves the four required kinds (empty) and, per test, discovery
