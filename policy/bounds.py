@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from policy import ranking, resources
+from policy.criteria import Reach
 from policy.homes import Homes, shape_of
 from policy.model import Pod
-from policy.pdb import _spent_on
+from policy.pdb import spent_on
 from policy.qos import QoS
 from policy.view import BUDGETS, REQUEST, ClusterView, NodeInfo
 
@@ -46,9 +47,10 @@ from policy.view import BUDGETS, REQUEST, ClusterView, NodeInfo
 NO_ROOM: tuple = (math.inf,)
 _NOTHING = (0, 0)  # the room of a resource neither the node nor its pods name
 # Room without any live victim: nothing to pay (and, where pods are terminating, perhaps no
-# need to preempt at all: policy.preempt always solves such a node). In CANONICAL's order, like
-# every floor a summary keeps; Floors returns them in the ranking's order.
-FREE = ranking.DEFAULT.floor(violations=0, top=-math.inf, guaranteed=0, burstable=0, victims=0, lowest=0, start=-math.inf)
+# need to preempt at all: policy.preempt always solves such a node). Floors returns it as its
+# ``free``, in the ranking's order.
+NOTHING_TO_PAY = Reach(violations=0, top=-math.inf, guaranteed=0, burstable=0, victims=0, lowest=0, start=-math.inf)
+FREE = ranking.DEFAULT.floor(NOTHING_TO_PAY)
 
 
 class Level(NamedTuple):
@@ -103,7 +105,7 @@ def _summarise(view: ClusterView, info: NodeInfo, priority: int) -> Below:
         if pod.placement.owner_kind is not None:  # the others have no home anywhere
             seen = shapes.setdefault(shape_of(pod), [pod, 0])
             seen[1] += 1
-        budgets = _spent_on(pod, budgets_of)
+        budgets = spent_on(pod, budgets_of)
         for r, v in pod.requests.items():
             total[r] = total.get(r, 0) + v
             sizes.setdefault(r, []).append(v)
@@ -157,9 +159,7 @@ class Floors:
         priority = preemptor.priority
         self._order = order
         self._homes = homes
-        self._victims = ranking.DEFAULT.position(ranking.VICTIMS)
-        self._homeless = ranking.DEFAULT.position(ranking.HOMELESS)
-        self.free = order.arrange(FREE)
+        self.free = order.floor(NOTHING_TO_PAY)
         self._below = _below_table(view, priority)
         self._view = view
         self._priority = priority
@@ -185,23 +185,23 @@ class Floors:
             found = self._floor(self._below(info.name), reservations)
         if found is NO_ROOM:
             return found
-        if found is FREE:
+        if found is NOTHING_TO_PAY:
             return self.free
         if self._homes is not None:
             found = self._with_homeless(found, info.name, summary or self._below(info.name))
-        return self._order.arrange(found)
+        return self._order.floor(found)
 
-    def _with_homeless(self, found: tuple, name: str, summary: Below) -> tuple:
+    def _with_homeless(self, found: Reach, name: str, summary: Below) -> Reach:
         """``found`` with its bound on victims with no home: the victims less the candidates
         whose shape has a home off this node (looked up in this view: never kept)."""
         home = self._homes.home
         homed = sum(count for pod, count in summary.shapes if home(pod, excluding=name) is not None)
-        least = found[self._victims] - homed
+        least = found.victims - homed
         if least <= 0:
             return found
-        return (*found[: self._homeless], least, *found[self._homeless + 1 :])
+        return found._replace(homeless=least)
 
-    def _floor(self, summary: Below, reservations: Sequence[Pod]) -> tuple:
+    def _floor(self, summary: Below, reservations: Sequence[Pod]) -> Reach | tuple:
         held = resources.add(*(p.requests for p in reservations)) if reservations else resources.EMPTY
         need: dict[str, int] = {}
         room = summary.room
@@ -213,7 +213,7 @@ class Floors:
             if short > 0:
                 need[r] = short
         if not need:
-            return FREE
+            return NOTHING_TO_PAY
         violations = victims = level = 0
         bisect_left = bisect.bisect_left
         for r, amount in need.items():
@@ -225,7 +225,7 @@ class Floors:
             level = max(level, bisect_left(summary.level_sums[r], amount))
         top = summary.levels[level]
         at_top = max(1, victims - top.under)  # victims at the top priority, if it is the bound's
-        return ranking.DEFAULT.floor(
+        return Reach(
             violations=violations,
             top=top.priority,
             guaranteed=max(0, victims - summary.not_guaranteed),

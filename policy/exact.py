@@ -17,10 +17,11 @@ already capped so that named victims free the scheduler's floor, see policy.vict
 return a set only if it is strictly cheaper than the one they were given, so ties keep the
 greedy answer and its reasons.
 
-Why bounding works: adding a victim never lowers any criterion of the key (opted-out
-victims, broken gangs, PDB violations, victims with no home, highest priority, Guaranteed and Burstable counts, the shifted
-priority sum, the count) and raises the count, so a set's key bounds every superset's from
-below, and a set whose kept pods all fit needs no further victim.
+Why bounding works: adding a victim never lowers any criterion of the key (each criterion of
+policy.criteria promises it) and raises the count, so a set's key bounds every superset's from
+below, and a set whose kept pods all fit needs no further victim. The search adds victims a
+class at a time: per-pod criteria add or compare the class's values, set-wide ones count with
+their ``running`` (or are bounded by their least value), the tie-breaker waits for a whole set.
 """
 
 from __future__ import annotations
@@ -28,33 +29,44 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from policy import gangs, ranking
+from policy import criteria, ranking
+from policy.criteria import Facts, Kind
 from policy.importance import importance
 from policy.model import Pod
-from policy.pdb import BudgetsOf, Violations, count_violations
-from policy.qos import QoS
+from policy.pdb import Violations
 
 # Above this many live candidates the exact search may take too long for the scheduler's
 # cycle (2**EXACT_LIMIT sets at worst, when no two pods are alike): improve() instead.
 EXACT_LIMIT = 16
 
+# The key's criteria but the tie-breaker (last), in CANONICAL's order, as the search bounds them.
+_PREFIX = ranking.CANONICAL[:-1]
+_COLUMN = {c: i for i, c in enumerate(criteria.PER_POD)}
+_SUMS = tuple((i, _COLUMN[c]) for i, c in enumerate(_PREFIX) if c.kind is Kind.SUM)
+_MAXES = tuple((i, _COLUMN[c]) for i, c in enumerate(_PREFIX) if c.kind is Kind.MAX)
+_RUNNING = tuple((i, c.running) for i, c in enumerate(_PREFIX) if c.kind is Kind.SET and c.running is not None)
+
 
 @dataclass(frozen=True, slots=True)
 class Found:
     victims: tuple[Pod, ...]  # most important first
-    violations: Violations
-    key: tuple
+    cost: ranking.Cost
+
+    @property
+    def key(self) -> tuple:
+        return self.cost.key
+
+    @property
+    def violations(self) -> Violations:
+        return self.cost.detail(ranking.PDB_VIOLATIONS)
 
 
 @dataclass(frozen=True, slots=True)
 class _Class:
     pods: tuple[Pod, ...]  # most important first; the last ones are evicted first
     needs: tuple[int, ...]  # what one pod uses of each checked resource
-    opted_out: bool
-    budgets: tuple[str, ...]  # budgets one eviction spends
-    allowed: tuple[int, ...]
-    gang: gangs.Gang | None  # the gang its pods belong to
-    homeless: bool  # its pods have no home (policy.homes)
+    values: tuple  # one pod's values (policy.criteria.values)
+    running: tuple  # what each running criterion (_RUNNING) needs of the class
 
 
 def cheapest(
@@ -63,23 +75,17 @@ def cheapest(
     checked: Sequence[str],
     live: Sequence[Pod],
     leaving: Sequence[Pod],
-    budgets_of: BudgetsOf,
-    opted_out: set[str],
+    facts: Facts,
     beat: tuple,
-    gang_of: gangs.GangOf | None = None,
     order: ranking.Order = ranking.DEFAULT,
-    no_home: frozenset[str] = frozenset(),
 ) -> Found | None:
     """The cheapest set of ``live`` victims (with every ``leaving`` pod named) after which the
     rest fit in ``room``, if it costs strictly less than ``beat``; else None.
 
-    ``live`` is most important first (policy.importance); ``opted_out`` are the UIDs of
-    pods whose eviction counts as a last resort (ranking's first criterion); ``gang_of``
-    the victims' gangs (policy.gangs); ``order`` the ranking's (``beat`` is in it); ``no_home``
-    the UIDs of the candidates with no home (policy.homes)."""
-    budget_sets = [_spent(p, budgets_of) for p in live]
-    overlapping = any(len(b) > 1 for b in budget_sets)
-    classes = _classes(live, budget_sets, checked, opted_out, budgets_of, gang_of, no_home, alike=not overlapping)
+    ``live`` is most important first (policy.importance); ``facts`` what the criteria know of
+    the request (policy.criteria); ``order`` the ranking's (``beat`` is in it)."""
+    states = tuple(running.start(live, facts) for _, running in _RUNNING)
+    classes = _classes(live, checked, facts, states)
     # suffix[i]: what classes i.. use if all their pods stay.
     suffix = [tuple(0 for _ in checked)]
     for c in reversed(classes):
@@ -92,12 +98,9 @@ def cheapest(
 
     def leaf(evicted: list[Pod]) -> None:
         victims = tuple(sorted((*leaving, *evicted), key=importance))
-        violations = count_violations(victims, budgets_of)
-        broken = gangs.count_broken(evicted, gang_of).count
-        homeless = sum(p.uid in no_home for p in evicted)
-        key = order.cost(victims, violations, sum(p.uid in opted_out for p in evicted), broken, homeless).key
-        if key < best[0]:
-            best[0], best[1] = key, Found(victims, violations, key)
+        cost = order.cost(victims, facts)
+        if cost.key < best[0]:
+            best[0], best[1] = cost.key, Found(victims, cost)
 
     def visit(i: int, left: tuple[int, ...], evicted: list[Pod], bound: _Bound) -> None:
         if fits(i, left):
@@ -110,7 +113,7 @@ def cheapest(
             after = tuple(l - n * kept for l, n in zip(left, c.needs))
             if any(a < 0 for a in after):
                 continue  # more of this class must go
-            more = bound.evict(c, c.pods[kept:], evicted, budgets_of if overlapping else None) if j else bound
+            more = bound.evict(c, c.pods[kept:], evicted, facts) if j else bound
             low = order.arrange_prefix(more.low)
             if low > best[0][: len(low)]:
                 break  # more victims of this class only cost more
@@ -118,7 +121,7 @@ def cheapest(
                 break  # a tie at best, and it needs more victims still
             visit(i + 1, after, [*evicted, *c.pods[kept:]], more)
 
-    visit(0, tuple(room[r] for r in checked), [], _Bound.empty())
+    visit(0, tuple(room[r] for r in checked), [], _Bound(tuple(c.least for c in _PREFIX), states))
     return best[1]
 
 
@@ -128,13 +131,10 @@ def improve(
     checked: Sequence[str],
     live: Sequence[Pod],
     leaving: Sequence[Pod],
-    budgets_of: BudgetsOf,
-    opted_out: set[str],
+    facts: Facts,
     victims: Sequence[Pod],
     key: tuple,
-    gang_of: gangs.GangOf | None = None,
     order: ranking.Order = ranking.DEFAULT,
-    no_home: frozenset[str] = frozenset(),
 ) -> Found | None:
     """One pass of single swaps from ``victims`` (live ones of a greedy result, cost ``key``):
     for each victim, most important first, try to keep it, making room by evicting the least
@@ -176,11 +176,9 @@ def improve(
                 used = back
                 candidate.discard(other.uid)
         chosen = tuple(sorted((*leaving, *(p for p in live if p.uid in candidate)), key=importance))
-        violations = count_violations(chosen, budgets_of)
-        broken = gangs.count_broken(chosen, gang_of).count
-        found_key = order.cost(chosen, violations, len(candidate & opted_out), broken, len(candidate & no_home)).key
-        if found_key < (best.key if best else key):
-            best = Found(chosen, violations, found_key)
+        cost = order.cost(chosen, facts)
+        if cost.key < (best.key if best else key):
+            best = Found(chosen, cost)
             current, kept_use = candidate, used
     return best
 
@@ -188,79 +186,42 @@ def improve(
 @dataclass(frozen=True, slots=True)
 class _Bound:
     """Ranking's key but its last criterion for the victims chosen so far, in CANONICAL's
-    order (the start of the most important victims is known only for a whole set)."""
+    order (the start of the most important victims is known only for a whole set), and each
+    running criterion's state."""
 
     low: tuple
-    covered: tuple[tuple[str, int], ...]  # budget key -> victims it covers so far
-    taken: tuple[tuple[str, int], ...] = ()  # gang key -> its members taken so far
+    states: tuple
 
-    @classmethod
-    def empty(cls) -> "_Bound":
-        return cls((0, 0, 0, float("-inf"), 0, 0, 0, 0, 0), ())
-
-    def evict(self, c: _Class, pods: Sequence[Pod], before: Sequence[Pod], overlapping: BudgetsOf | None) -> "_Bound":
-        """The bound with ``pods`` (of class ``c``) evicted after ``before``. Violations add up
-        per budget while no pod is covered by two; otherwise (``overlapping`` is the budget
-        lookup) they are counted over the whole set, in upstream's order."""
-        opted, violations, broken, top, g, b, homeless, total, count = self.low
-        taken = self.taken
-        if c.gang is not None:
-            gang = c.gang
-            was = dict(taken).get(gang.key, 0)
-            broken += was <= gang.spare < was + len(pods)
-            taken = (*(t for t in taken if t[0] != gang.key), (gang.key, was + len(pods)))
-        covered = dict(self.covered)
-        for budget, allowed in zip(c.budgets, c.allowed):
-            was = covered.get(budget, 0)
-            covered[budget] = was + len(pods)
-            violations += max(0, was + len(pods) - allowed) - max(0, was - allowed)
-        if overlapping is not None:
-            violations = count_violations(sorted((*before, *pods), key=importance), overlapping).count
-        homeless += c.homeless * len(pods)
-        for p in pods:
-            top = max(top, p.priority)
-            g += p.qos == QoS.GUARANTEED
-            b += p.qos == QoS.BURSTABLE
-            total += p.priority + ranking.SHIFT
-        return _Bound(
-            (opted + c.opted_out * len(pods), violations, broken, top, g, b, homeless, total, count + len(pods)),
-            tuple(covered.items()),
-            taken,
-        )
+    def evict(self, c: _Class, pods: Sequence[Pod], before: Sequence[Pod], facts: Facts) -> "_Bound":
+        """The bound with ``pods`` (of class ``c``) evicted after ``before``."""
+        low = list(self.low)
+        n = len(pods)
+        values = c.values
+        for at, column in _SUMS:
+            low[at] += values[column] * n
+        for at, column in _MAXES:
+            if values[column] > low[at]:
+                low[at] = values[column]
+        states = list(self.states)
+        for k, (at, running) in enumerate(_RUNNING):
+            states[k], added = running.add(states[k], c.running[k], pods, before, facts)
+            low[at] += added
+        return _Bound(tuple(low), tuple(states))
 
 
-def _classes(live, budget_sets, checked, opted_out, budgets_of, gang_of, no_home, *, alike: bool) -> list[_Class]:
-    """``live`` grouped into classes of interchangeable pods (if ``alike``), most important
-    class first. Pods are interchangeable when they agree on everything the key counts except
-    their start time: priority, QoS, what they use, the budgets they spend, being opted out,
-    their gang, having a home."""
+def _classes(live: Sequence[Pod], checked: Sequence[str], facts: Facts, states: tuple) -> list[_Class]:
+    """``live`` grouped into classes of interchangeable pods, most important class first. Pods
+    are interchangeable when they use the same and agree on every criterion of the key but the
+    start: their values, and what each running criterion needs alike (PDB violations keep
+    every pod alone where budgets overlap)."""
     groups: dict[tuple, list[Pod]] = {}
-    for pod, budgets in zip(live, budget_sets):
+    for pod in live:
         needs = tuple(pod.requests.get(r, 0) for r in checked)
-        gang = gang_of(pod) if gang_of is not None else None
-        signature = (
-            pod.priority, pod.qos, needs, tuple(b.key for b in budgets), pod.uid in opted_out,
-            gang.key if gang is not None else None, pod.uid in no_home,
-        )
-        groups.setdefault(signature if alike else (pod.uid,), []).append(pod)
+        alike = tuple(running.alike(state, pod, facts) for (_, running), state in zip(_RUNNING, states))
+        groups.setdefault((needs, criteria.values(pod, facts), alike), []).append(pod)
     classes = []
-    for pods in groups.values():
-        budgets = _spent(pods[0], budgets_of)
-        classes.append(
-            _Class(
-                pods=tuple(pods),
-                needs=tuple(pods[0].requests.get(r, 0) for r in checked),
-                opted_out=pods[0].uid in opted_out,
-                budgets=tuple(b.key for b in budgets),
-                allowed=tuple(b.disruptions_allowed for b in budgets),
-                gang=gang_of(pods[0]) if gang_of is not None else None,
-                homeless=pods[0].uid in no_home,
-            )
-        )
+    for (needs, values, _), pods in groups.items():
+        of_class = tuple(running.of_class(state, pods[0], facts) for (_, running), state in zip(_RUNNING, states))
+        classes.append(_Class(tuple(pods), needs, values, of_class))
     classes.sort(key=lambda c: importance(c.pods[0]))
     return classes
-
-
-def _spent(pod: Pod, budgets_of: BudgetsOf):
-    """The budgets whose allowance evicting the live ``pod`` spends (policy.pdb's rule)."""
-    return [b for b in budgets_of(pod) if pod.name not in b.disrupted_pods]

@@ -18,7 +18,7 @@ from policy.model import DisruptionBudget, Pod
 BudgetsOf = Callable[[Pod], Sequence[DisruptionBudget]]
 
 
-def _spent_on(pod: Pod, budgets_of: BudgetsOf, *, terminating_spends: bool = False) -> Sequence[DisruptionBudget]:
+def spent_on(pod: Pod, budgets_of: BudgetsOf, *, terminating_spends: bool = False) -> Sequence[DisruptionBudget]:
     """The budgets whose allowance evicting ``pod`` would spend."""
     budgets = budgets_of(pod)
     if not budgets or (pod.terminating and not terminating_spends):
@@ -32,7 +32,7 @@ def less_spent(budgets_of: BudgetsOf, taken: Iterable[Pod]) -> BudgetsOf:
     counted yet. Without it, two preemptors in a row could each spend a budget's last allowance."""
     spent: dict[str, int] = {}
     for pod in taken:
-        for budget in _spent_on(pod, budgets_of):
+        for budget in spent_on(pod, budgets_of):
             spent[budget.key] = spent.get(budget.key, 0) + 1
     if not spent:
         return budgets_of
@@ -81,7 +81,7 @@ def count_violations(victims: Sequence[Pod], budgets_of: BudgetsOf) -> Violation
     count = 0
     for pod in victims:
         violating = False
-        for budget in _spent_on(pod, budgets_of):
+        for budget in spent_on(pod, budgets_of):
             left = allowed.get(budget.key, budget.disruptions_allowed) - 1
             allowed[budget.key] = left
             if left < 0:
@@ -102,7 +102,7 @@ def protected(candidates: Iterable[Pod], budgets_of: BudgetsOf) -> frozenset[str
     covered: dict[str, list[str]] = {}
     allowance: dict[str, int] = {}
     for pod in candidates:
-        for budget in _spent_on(pod, budgets_of):
+        for budget in spent_on(pod, budgets_of):
             covered.setdefault(budget.key, []).append(pod.uid)
             allowance[budget.key] = budget.disruptions_allowed
     return frozenset(
@@ -118,7 +118,7 @@ def violating(pods: Sequence[Pod], budgets_of: BudgetsOf, *, terminating_spends:
     allowed: dict[str, int] = {}
     found = set()
     for pod in pods:
-        for budget in _spent_on(pod, budgets_of, terminating_spends=terminating_spends):
+        for budget in spent_on(pod, budgets_of, terminating_spends=terminating_spends):
             allowed[budget.key] = allowed.get(budget.key, budget.disruptions_allowed) - 1
             if allowed[budget.key] < 0:
                 found.add(pod.uid)

@@ -10,11 +10,12 @@ from typing import NamedTuple
 
 from policy import bounds, gangs, homes, ranking, resources, tenancy
 from policy.causes import Cause, Refusal
+from policy.criteria import Facts
 from policy.model import POD_ANTI_AFFINITY, InFlight, Pod
 from policy.resources import Vector
 from policy.tenancy import Rules, Standing
 from policy.pdb import NO_VIOLATIONS, BudgetsOf, Violations, count_violations, less_spent
-from policy.victims import NodeRejected, VictimSelection, select_victims
+from policy.victims import NodeRejected, Request, VictimSelection, select_victims
 from policy.view import ClusterView, NodeInfo, known_to_scheduler
 
 
@@ -270,34 +271,13 @@ def _unsolved(winner: NodeOutcome) -> Callable[[str, tuple], NodeOutcome]:
             else:
                 layout = winner.cost.layout
                 why = (
-                    f"{layout.criteria[step].name} {_bound_text(floor, step, layout)} here vs "
-                    f"{_winner_text(winner.cost, step)}"
+                    f"{layout.criteria[step].name} {ranking.Cost(floor, layout).at_least(step)} here vs "
+                    f"{winner.cost.best(step)}"
                 )
             reason = written[(step, here)] = f"not solved: cannot beat {winner.node}: {why}"
         return NodeOutcome(name, Verdict.OUTRANKED, Cause.NOT_SOLVED, reasons=(reason,))
 
     return outcome
-
-
-def _bound_text(floor: tuple, step: int, layout: ranking.Layout) -> str:
-    """What a floor (policy.bounds) says of a node on one criterion, in words that stay true
-    whatever the node's victims: a floor on the shifted sum of priorities is a number of
-    victims and the lowest priority they can have (with negative priorities more victims make
-    a smaller plain sum), and one on the start criterion bounds the start from above."""
-    criterion = layout.criteria[step]
-    if criterion is ranking.START:
-        return f"no later than {-floor[step]:.0f}s since the epoch"
-    if criterion is ranking.PRIORITY_SUM:
-        count = floor[layout.position(ranking.VICTIMS)]
-        lowest = floor[step] // count - ranking.SHIFT
-        return f"from at least {count} victim(s), each of priority {lowest} or more,"
-    return f"at least {ranking.Cost(floor, layout)._show(step)}"
-
-
-def _winner_text(cost: ranking.Cost, step: int) -> str:
-    if cost.layout.criteria[step] is ranking.PRIORITY_SUM:
-        return f"{cost.value(ranking.VICTIMS)} victim(s) summing to {cost._show(step)}"
-    return cost._show(step)
 
 
 def _offer(proposals: Mapping[str, Proposal], outcomes: dict[str, NodeOutcome]) -> tuple[dict[str, Proposal], list[str]]:
@@ -480,10 +460,11 @@ def _evaluate(
         at_least = _freed(proposed, promised)
     nameable = _nameable({p.uid for p in proposed if p.uid not in promised}, now)
 
+    request = Request(preemptor, budgets, screen, gang_of, order, homes.of(view))
+
     def select(at_least: Vector | None) -> VictimSelection | NodeRejected:
         return select_victims(
-            node=node, preemptor=preemptor, reservations=reservations, budgets_of=budgets, screen=screen,
-            nameable=nameable, at_least=at_least, swap=swap, gang_of=gang_of, order=order, homes=homes.of(view),
+            node=node, request=request, reservations=reservations, nameable=nameable, at_least=at_least, swap=swap
         )
 
     selection = select(at_least)
@@ -542,10 +523,7 @@ def _evaluate(
         cause,
         victims=selection.victims,
         violations=selection.violations,
-        cost=order.cost(
-            selection.victims, selection.violations, selection.opted_out, selection.broken.count,
-            selection.homeless.count,
-        ),
+        cost=selection.cost,
         reasons=reasons,
         broken=selection.broken,
     )
@@ -804,7 +782,7 @@ def _keep_scheduler_victims(
 ) -> NodeOutcome:
     """The scheduler's victims, unless the rules protect one of them: reprieve cannot choose
     others here, so the node is dropped."""
-    opted_out = 0
+    opted_out = []
     if screen is not None:
         for pod in victims:
             judgement, reason = screen.judge(pod)
@@ -812,20 +790,23 @@ def _keep_scheduler_victims(
                 return NodeOutcome(
                     name, Verdict.DROPPED, Cause.PROTECTED, reasons=(f"{why}; but {pod.key} is protected: {reason}",)
                 )
-            opted_out += judgement is tenancy.Judgement.LAST_RESORT
+            if judgement is tenancy.Judgement.LAST_RESORT:
+                opted_out.append(pod.uid)
         short = screen.over_share(victims)
         if short:
             return NodeOutcome(name, Verdict.DROPPED, Cause.QUEUE_SHARE, reasons=(f"{why}; but {short}",))
-    violations = count_violations(victims, budgets)
-    broken = gangs.count_broken(victims, gang_of)
-    homeless = homes.homeless(victims, homes.of(view), node=name)
+    where = homes.of(view)
+    homeless = homes.homeless(victims, where, node=name)
+    no_home = frozenset(p.uid for p in victims if not p.terminating and where.home(p, excluding=name) is None)
+    cost = order.cost(victims, Facts(budgets, gang_of, frozenset(opted_out), no_home))
+    violations, broken = cost.detail(ranking.PDB_VIOLATIONS), cost.detail(ranking.BROKEN_GANGS)
     return NodeOutcome(
         name,
         Verdict.CHOSEN,
         cause,
         victims=tuple(victims),
         violations=violations,
-        cost=order.cost(victims, violations, opted_out, broken.count, homeless.count),
+        cost=cost,
         kept_scheduler_victims=True,
         reasons=(
             f"kept the scheduler's victims: {why}", violations.describe(),

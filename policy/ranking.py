@@ -1,36 +1,15 @@
 """Ranking preemption candidates: which node's victims cost the least.
 
-A cost is a lexicographic key over named criteria (``Criterion``), each only breaking ties left
-by the ones before it. The default order (``DEFAULT``):
-
-0. fewest victims whose PriorityClass opts out of preemption (only with a policy, see
-   policy.tenancy: such pods are a last resort);
-1. fewest PodDisruptionBudget violations;
-2. fewest broken gangs (policy.gangs: a gang that loses more members than it can spare loses
-   every running member's work; after the budgets, which are their owners' written promise of
-   availability: docs/policy.md says why, with the measurements);
-3. lowest priority of the most important victim;
-4. fewest Guaranteed victims;
-5. fewest Burstable victims;
-6. fewest victims with no home (policy.homes: nothing re-creates them, or their replacement
-   fits on no other node without preempting in turn; after the QoS classes, docs/policy.md
-   says why);
-7. smallest sum of victim priorities, each shifted by 2**31 as upstream does so that
-   negative priorities do not make more victims look cheaper;
-8. fewest victims;
-9. latest "earliest start among the highest-priority victims" (upstream's rule: evict the
-   youngest work).
-
-Upstream's ``pickOneNodeForPreemption`` uses 1, 3, 7, 8 and 9; reprieve adds 2, the QoS
-criteria 4 and 5, and 6. A policy may reorder 1-8 (``Order``; docs/policy.md): the opted-out victims
-stay first (a last resort is last whatever else) and the start last (a tie-breaker, whose
-lower bound holds only where the priorities before it are equal). Terminating victims are
-already leaving and cost nothing, so only live victims are counted. Nodes equal on every
-criterion are all returned; the scheduler then picks among them with its own rules.
-
-Adding a criterion: its ``Criterion`` here and its place in CANONICAL, its value in
-``Order.cost``, a lower bound in ``Order.floor`` (policy.bounds) and in policy.exact's
-``_Bound`` (-inf or 0 if it has none: a bound only has to be low).
+A cost is a lexicographic key over the criteria of policy.criteria (one module each, the
+default order their registry's), each only breaking ties left by the ones before it.
+Upstream's ``pickOneNodeForPreemption`` uses PDB violations, the highest victim priority, the
+sum of priorities, the count and the start; reprieve adds broken gangs, the QoS classes and
+victims with no home. A policy may reorder the criteria between the first and the last
+(``Order``; docs/policy.md): the opted-out victims stay first (a last resort is last whatever
+else) and the start last (a tie-breaker, whose lower bound holds only where the priorities
+before it are equal). Terminating victims are already leaving and cost nothing, so only live
+victims are counted. Nodes equal on every criterion are all returned; the scheduler then
+picks among them with its own rules.
 """
 
 from __future__ import annotations
@@ -38,38 +17,32 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from operator import itemgetter
+from typing import Any, ClassVar
 
-from policy.model import Pod
-from policy.pdb import Violations
-from policy.qos import QoS
-
-SHIFT = 2**31
-
-
-@dataclass(frozen=True, slots=True)
-class Criterion:
-    name: str  # as reasons, explain and the policy file say it
-    field: str  # its name in JSON (reprieve explain --output json)
-
-
-OPTED_OUT = Criterion("opted-out victims", "opted_out_victims")
-BROKEN_GANGS = Criterion("broken gangs", "broken_gangs")
-PDB_VIOLATIONS = Criterion("PDB violations", "pdb_violations")
-TOP_PRIORITY = Criterion("highest victim priority", "highest_priority")
-HOMELESS = Criterion("victims with no home", "homeless_victims")
-GUARANTEED = Criterion("Guaranteed victims", "guaranteed")
-BURSTABLE = Criterion("Burstable victims", "burstable")
-PRIORITY_SUM = Criterion("sum of victim priorities", "priority_sum")
-VICTIMS = Criterion("victims", "victims")
-START = Criterion("start of the most important victims (later is better)", "top_victims_start")
-
-# The order in which Order.cost computes them (and the default ranking order).
-CANONICAL = (
-    OPTED_OUT, PDB_VIOLATIONS, BROKEN_GANGS, TOP_PRIORITY, GUARANTEED, BURSTABLE, HOMELESS, PRIORITY_SUM, VICTIMS, START,
+from policy import criteria
+from policy.criteria import (  # noqa: F401  (re-exported: the criteria by name)
+    BROKEN_GANGS,
+    BURSTABLE,
+    BY_NAME,
+    CANONICAL,
+    GUARANTEED,
+    HOMELESS,
+    MOVABLE,
+    OPTED_OUT,
+    PDB_VIOLATIONS,
+    PRIORITY_SUM,
+    START,
+    TOP_PRIORITY,
+    VICTIMS,
+    Criterion,
+    Facts,
+    Kind,
+    Reach,
+    Unit,
 )
-MOVABLE = CANONICAL[1:-1]  # what a policy may reorder
-BY_NAME = {c.name: c for c in CANONICAL}
+from policy.criteria.priority_sum import SHIFT  # noqa: F401
+from policy.model import Pod
 
 
 class Layout:
@@ -96,6 +69,24 @@ class Layout:
         return f"{type(self).__name__}({', '.join(self.names)})"
 
 
+# How Order.cost measures each criterion of CANONICAL: (kind, column of a pod's values or the
+# criterion's of_set, least).
+_COLUMN = {c: i for i, c in enumerate(criteria.PER_POD)}
+_PLAN = tuple((c.kind, _COLUMN[c] if c in _COLUMN else c.of_set, c.least, c) for c in CANONICAL)
+# What Order.floor reads of a Reach: its fields, then each computed floor, then the leasts.
+_FIELDS = Reach._fields
+_COMPUTED = tuple(c.floor for c in CANONICAL if callable(c.floor))
+_LEASTS = tuple(c.least for c in CANONICAL if c.floor is None)
+
+
+def _floor_index(c: Criterion) -> int:
+    if isinstance(c.floor, str):
+        return _FIELDS.index(c.floor)
+    if callable(c.floor):
+        return len(_FIELDS) + _COMPUTED.index(c.floor)
+    return len(_FIELDS) + len(_COMPUTED) + [x for x in CANONICAL if x.floor is None].index(c)
+
+
 class Order(Layout):
     """A ranking order: CANONICAL with MOVABLE in the order given (all of them, once each)."""
 
@@ -110,20 +101,21 @@ class Order(Layout):
         # read in this order (None: the canonical order itself, no copy needed).
         index = tuple(CANONICAL.index(c) for c in self.criteria)
         self._index = None if index == tuple(range(len(CANONICAL))) else index
+        self._floors = itemgetter(*(_floor_index(c) for c in self.criteria))
 
     @classmethod
     def named(cls, names: Iterable[str]) -> "Order":
         """These criteria (by Criterion.name) first, in the order given, then the others in the
         default order; ValueError ``[index]: why`` for an unknown or repeated one."""
-        criteria: list[Criterion] = []
+        chosen: list[Criterion] = []
         for i, name in enumerate(names):
             if name not in BY_NAME or BY_NAME[name] not in MOVABLE:
                 choices = ", ".join(c.name for c in MOVABLE)
                 raise ValueError(f"[{i}]: {name!r} is not a criterion a policy may order; one of: {choices}")
-            if BY_NAME[name] in criteria:
+            if BY_NAME[name] in chosen:
                 raise ValueError(f"[{i}]: {name!r} is named twice")
-            criteria.append(BY_NAME[name])
-        return cls([*criteria, *(c for c in MOVABLE if c not in criteria)])
+            chosen.append(BY_NAME[name])
+        return cls([*chosen, *(c for c in MOVABLE if c not in chosen)])
 
     def arrange(self, canonical: tuple) -> tuple:
         """A tuple of CANONICAL's criteria in this order."""
@@ -135,47 +127,31 @@ class Order(Layout):
         index = self._index
         return canonical if index is None else tuple(canonical[i] for i in index[:-1])
 
-    def cost(
-        self, victims: Sequence[Pod], violations: Violations, opted_out: int = 0, broken: int = 0, homeless: int = 0
-    ) -> "Cost":
-        """The key of evicting ``victims``: ``violations`` their PDB violations (policy.pdb),
-        ``opted_out`` how many opted out of preemption, ``broken`` the gangs they break,
-        ``homeless`` how many of the live ones have no home (policy.homes)."""
+    def cost(self, victims: Sequence[Pod], facts: Facts) -> "Cost":
+        """The key of evicting ``victims`` (policy.criteria.Facts: what the criteria know of the
+        request), with what the set-wide criteria counted (``Cost.detail``)."""
         live = [p for p in victims if not p.terminating]
-        top = max((p.priority for p in live), default=-math.inf)
-        starts = [p.start_time if p.start_time is not None else math.inf for p in live if p.priority == top]
-        earliest_top_start = min(starts, default=math.inf)
-        canonical = (
-            opted_out,
-            violations.count,
-            broken,
-            top,
-            sum(p.qos == QoS.GUARANTEED for p in live),
-            sum(p.qos == QoS.BURSTABLE for p in live),
-            homeless,
-            sum(p.priority + SHIFT for p in live),
-            len(live),
-            -earliest_top_start,
-        )
-        return Cost(self.arrange(canonical), self)
+        columns = tuple(zip(*(criteria.values(p, facts) for p in live))) if live else None
+        canonical = []
+        details: dict[Criterion, Any] = {}
+        for kind, how, least, c in _PLAN:
+            if kind is Kind.SUM:
+                canonical.append(sum(columns[how]) if columns else least)
+            elif kind is Kind.MAX:
+                canonical.append(max(columns[how]) if columns else least)
+            else:
+                value, details[c] = how(victims, live, facts)
+                canonical.append(value)
+        return Cost(self.arrange(tuple(canonical)), self, details)
 
-    def floor(
-        self, *, violations: int, top: float, guaranteed: int, burstable: int, victims: int, lowest: float, start: float,
-        homeless: int = 0,
-    ) -> tuple:
-        """A lower bound on ``cost(...).key`` for a node, from bounds on its violations, its most
-        important victim's priority, its Guaranteed, Burstable and live victims, the lowest
-        priority a victim can have, the start criterion and its victims with no home
-        (policy.bounds). It MUST stay a
-        lower bound of the key criterion by criterion, except the start criterion, which needs
-        to hold only where every criterion before it is equal (policy.bounds bounds it where the
-        key's priority of the most important victim equals ``top``): policy.preempt skips the
-        exact victim search on nodes whose floor is above the best cost found."""
-        shifted = victims * (lowest + SHIFT) if victims else 0
-        # No bound on broken gangs: a gang's spare changes with members on other nodes, which a
-        # per-node summary would not see change (0 is a lower bound: a node is never skipped
-        # for the gangs it must break, only for what comes after them in the key).
-        return self.arrange((0, violations, 0, top, guaranteed, burstable, homeless, shifted, victims, start))
+    def floor(self, reach: Reach) -> tuple:
+        """A lower bound on ``cost(...).key`` for a node, from bounds on its victims (policy.bounds).
+        It MUST stay a lower bound of the key criterion by criterion, except the start
+        criterion, which needs to hold only where every criterion before it is equal (policy.bounds
+        bounds it where the key's priority of the most important victim equals ``reach.top``):
+        policy.preempt skips the exact victim search on nodes whose floor is above the best cost
+        found. A criterion without a floor is bounded by its least value."""
+        return self._floors((*reach, *(f(reach) for f in _COMPUTED), *_LEASTS))
 
 
 DEFAULT = Order()
@@ -187,6 +163,7 @@ class Cost:
 
     key: tuple
     order: Layout | None = field(default=None, compare=False)  # None: the class's (DEFAULT)
+    details: dict = field(default_factory=dict, compare=False)  # criterion -> what it counted (Kind.SET)
     default_layout: ClassVar[Layout] = DEFAULT
     unknown_start: ClassVar[str] = "unknown"
 
@@ -197,36 +174,48 @@ class Cost:
     def value(self, criterion: Criterion) -> object:
         return self.key[self.layout.position(criterion)]
 
+    def detail(self, criterion: Criterion) -> Any:
+        """What a set-wide criterion counted (PDB violations: policy.pdb.Violations, ...)."""
+        return self.details[criterion]
+
     def versus(self, winner: "Cost") -> str:
         """Why ``winner`` ranks before this cost: the first criterion on which they differ."""
         step = next(i for i, (a, b) in enumerate(zip(self.key, winner.key)) if a != b)
         return f"{self.layout.criteria[step].name} {self._show(step)} here vs {winner._show(step)}"
 
+    def decided_by(self, other: "Cost") -> Criterion | None:
+        """The first criterion on which this cost and ``other`` differ (None: they tie)."""
+        step = next((i for i, (a, b) in enumerate(zip(self.key, other.key)) if a != b), None)
+        return None if step is None else self.layout.criteria[step]
+
+    def show(self, criterion: Criterion) -> str:
+        return self._show(self.layout.position(criterion))
+
     def _show(self, step: int) -> str:
         criterion = self.layout.criteria[step]
         value = self.key[step]
-        if criterion is PRIORITY_SUM:  # undo the shift: the plain sum of victim priorities
-            return str(value - self.value(VICTIMS) * SHIFT)
-        if criterion is START:
-            return self.unknown_start if value == -math.inf else f"{-value:.0f}s since the epoch"
-        return "none" if value == -math.inf else str(value)
+        if criterion.unit is Unit.TIME and value == -math.inf:
+            return self.unknown_start
+        return criterion.show(value, self.value)
+
+    def at_least(self, step: int) -> str:
+        """This key, a floor (policy.bounds), in words on one criterion that stay true whatever
+        the node's victims."""
+        criterion = self.layout.criteria[step]
+        if criterion.at_least is not None:
+            return criterion.at_least(self.key[step], self.value)
+        return f"at least {self._show(step)}"
+
+    def best(self, step: int) -> str:
+        """This key, a solved node's, on one criterion, where a floor is set beside it."""
+        criterion = self.layout.criteria[step]
+        if criterion.best is not None:
+            return criterion.best(self.key[step], self.value)
+        return self._show(step)
 
     def describe(self) -> str:
-        opted_out, broken, v, homeless, g, b, n = (
-            self.value(c) for c in (OPTED_OUT, BROKEN_GANGS, PDB_VIOLATIONS, HOMELESS, GUARANTEED, BURSTABLE, VICTIMS)
-        )
-        return (
-            (f"{opted_out} opted-out victim(s), " if opted_out else "")
-            + (f"{broken} broken gang(s), " if broken else "")
-            + f"{v} PDB violation(s), highest victim priority {self._show(self.layout.position(TOP_PRIORITY))}, "
-            + (f"{homeless} with no home, " if homeless else "")
-            + f"{g} Guaranteed / {b} Burstable of {n} live victim(s)"
-        )
-
-
-def cost(victims: Sequence[Pod], violations: Violations, opted_out: int = 0, broken: int = 0, homeless: int = 0) -> Cost:
-    """DEFAULT.cost: the key of evicting ``victims`` in the default order."""
-    return DEFAULT.cost(victims, violations, opted_out, broken, homeless)
+        parts = (c.brief(self.value(c), self.value) for c in criteria.SUMMARY)
+        return ", ".join(p for p in parts if p)
 
 
 def best(costs: dict[str, Cost]) -> tuple[str, ...]:

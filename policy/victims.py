@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from policy import exact, gangs, ranking, resources
 from policy.causes import Cause
+from policy.criteria import Facts
 from policy.homes import NONE_HOMELESS, Homeless, Homes, homeless
 from policy.importance import more_important, most_important_first
 from policy.model import Pod
-from policy.pdb import BudgetsOf, Violations, count_violations, violating
+from policy.pdb import BudgetsOf, Violations, violating
 from policy.pdb import protected as protected_by_budgets
 from policy.resources import Vector
 from policy.tenancy import Judgement, Screen
@@ -22,6 +24,19 @@ UNSETTLED = "may be unknown to the scheduler yet"
 
 
 @dataclass(frozen=True, slots=True)
+class Request:
+    """What choosing victims needs of one preemption request, whatever the node: built once per
+    request (policy.preempt) and shared by every node it judges."""
+
+    preemptor: Pod
+    budgets_of: BudgetsOf
+    screen: Screen | None = None  # the multi-tenant rules' (policy.tenancy)
+    gang_of: gangs.GangOf | None = None  # policy.gangs
+    order: ranking.Order = ranking.DEFAULT  # how victim sets rank (policy.ranking)
+    homes: Homes | None = None  # where victims could go (policy.homes)
+
+
+@dataclass(frozen=True, slots=True)
 class VictimSelection:
     node: str
     victims: tuple[Pod, ...]  # most important first, as the scheduler's ranking expects
@@ -30,6 +45,7 @@ class VictimSelection:
     opted_out: int = 0  # victims whose PriorityClass opts out of preemption (a last resort)
     broken: gangs.Broken = gangs.NONE_BROKEN  # the gangs the victims break (policy.gangs)
     homeless: Homeless = NONE_HOMELESS  # the victims with nowhere else to go (policy.homes)
+    cost: ranking.Cost | None = None  # the victims' rank key (policy.ranking)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,37 +55,44 @@ class NodeRejected:
     cause: Cause
 
 
+@dataclass(frozen=True, slots=True)
+class _Here:
+    """One node's choice in progress: what stays whatever the victims, and what may go."""
+
+    node: NodeInfo
+    reservations: Sequence[Pod]
+    protected: dict[str, str]  # pod key -> why it stays
+    nameable: Callable[[Pod], bool] | None
+    at_least: Vector | None
+    swap: bool
+
+
 def select_victims(
     *,
     node: NodeInfo,
-    preemptor: Pod,
-    reservations: Sequence[Pod],
-    budgets_of: BudgetsOf,
-    screen: Screen | None = None,
+    request: Request,
+    reservations: Sequence[Pod] = (),
     nameable: Callable[[Pod], bool] | None = None,
     at_least: Vector | None = None,
     swap: bool = True,
-    gang_of: gangs.GangOf | None = None,
-    order: ranking.Order = ranking.DEFAULT,
-    homes: Homes | None = None,
 ) -> VictimSelection | NodeRejected:
-    """The victims reprieve would evict on ``node`` so that ``preemptor`` fits.
+    """The victims reprieve would evict on ``node`` so that ``request.preemptor`` fits.
 
     1. Potential victims are the pods on the node with priority strictly below the preemptor's
-       that the multi-tenant rules allow (``screen``, see policy.tenancy); the pods the rules
-       protect stay, like higher-priority pods.
+       that the multi-tenant rules allow (``request.screen``, see policy.tenancy); the pods the
+       rules protect stay, like higher-priority pods.
     2. Remove them all. If the preemptor still does not fit next to the remaining pods and
        the room held for nominated pods (``reservations``), preemption cannot help here.
     3. Reprieve: add potential victims back one at a time while the preemptor still fits,
-       members of gangs that cannot spare them first (policy.gangs.protected, ``gang_of``),
+       members of gangs that cannot spare them first (policy.gangs.protected),
        PDB-protected pods first (policy.pdb.protected), pods with no home elsewhere first
-       (policy.homes, ``homes``), then the rest, each group most important first (see
+       (policy.homes), then the rest, each group most important first (see
        policy.importance). Terminating pods are never reprieved: they are
        leaving anyway and cost nothing to name. A BestEffort pod requests no cpu or memory,
        so it is only ever a victim when the node's pod-count limit is what blocks.
     4. The victims are the pods not reprieved, most important first, with the exact count of
        PodDisruptionBudget violations and the gangs broken for that set. "Cheapest" is by
-       ``order`` (policy.ranking) throughout.
+       ``request.order`` (policy.ranking) throughout.
 
     With rules, pods whose PriorityClass opts out softly are left out of a first attempt and
     only become victims (reprieved before everyone else) if the preemptor cannot fit without
@@ -91,9 +114,35 @@ def select_victims(
     terminating pods, has the victims that fit back once they are gone given back).
     """
     # Step 1.
+    preemptor = request.preemptor
     lower = [p for p in node.pods if p.priority < preemptor.priority]
     if not lower:
         return NodeRejected(node.name, f"no pod has priority below {preemptor.priority}", Cause.NO_LOWER_PRIORITY)
+    protected, last_resort = _screened(lower, request.screen, nameable)
+    here = _Here(node, reservations, protected, nameable, at_least, swap)
+    candidates = [p for p in lower if p.key not in protected]
+    shunned = {p.uid for p in last_resort}
+    attempts = [([p for p in candidates if p.uid not in shunned], ())]
+    if last_resort:
+        attempts.append((candidates, tuple(last_resort)))
+    result: VictimSelection | NodeRejected | None = None
+    for pool, spare_first in attempts:
+        result = _attempt(here, request, pool, spare_first)
+        if isinstance(result, VictimSelection):
+            break
+    assert result is not None
+    if isinstance(result, NodeRejected) and not candidates:
+        return NodeRejected(
+            node.name, f"every lower-priority pod is protected: {_protections(protected)}", _cause(protected)
+        )
+    return result
+
+
+def _screened(
+    lower: Sequence[Pod], screen: Screen | None, nameable: Callable[[Pod], bool] | None
+) -> tuple[dict[str, str], list[Pod]]:
+    """The lower-priority pods that stay whatever (key -> why: the answer may not name them, or
+    the rules protect them), and those the rules make a last resort."""
     protected: dict[str, str] = {}
     last_resort: list[Pod] = []
     if nameable is not None:
@@ -109,125 +158,121 @@ def select_victims(
                 protected[pod.key] = why
             elif judgement is Judgement.LAST_RESORT:
                 last_resort.append(pod)
-    candidates = [p for p in lower if p.key not in protected]
-    shunned = {p.uid for p in last_resort}
-    attempts = [([p for p in candidates if p.uid not in shunned], ())]
-    if last_resort:
-        attempts.append((candidates, tuple(last_resort)))
-    result: VictimSelection | NodeRejected | None = None
-    for pool, spare_first in attempts:
-        result = _attempt(
-            node, preemptor, pool, reservations, budgets_of, screen, spare_first, protected, nameable, at_least, swap,
-            gang_of, order, homes,
-        )
-        if isinstance(result, VictimSelection):
-            break
-    assert result is not None
-    if isinstance(result, NodeRejected) and not candidates:
-        return NodeRejected(
-            node.name, f"every lower-priority pod is protected: {_protections(protected)}", _cause(protected)
-        )
-    return result
+    return protected, last_resort
 
 
 def _attempt(
-    node: NodeInfo,
-    preemptor: Pod,
-    candidates: list[Pod],
-    reservations: Sequence[Pod],
-    budgets_of: BudgetsOf,
-    screen: Screen | None,
-    spare_first: tuple[Pod, ...],
-    protected: dict[str, str],
-    nameable: Callable[[Pod], bool] | None,
-    at_least: Vector | None,
-    swap: bool,
-    gang_of: gangs.GangOf | None,
-    order: ranking.Order,
-    homes: Homes | None,
+    here: _Here, request: Request, candidates: list[Pod], spare_first: tuple[Pod, ...]
 ) -> VictimSelection | NodeRejected:
-    alloc = node.node.allocatable
-    request = preemptor.requests
-    checked = resources.checked_resources(request)
+    """One attempt of select_victims with ``candidates`` as the potential victims, the pods
+    of ``spare_first`` (opted out) reprieved before everyone else."""
+    node, preemptor = here.node, request.preemptor
+    checked = resources.checked_resources(preemptor.requests)
     # Step 2: everything that is not a candidate stays.
-    pool = {p.uid for p in candidates}
-    staying = [p for p in node.pods if p.priority < preemptor.priority and p.uid not in pool]
-    kept = resources.add(
-        node.requested_at_or_above(preemptor.priority),
-        *(p.requests for p in staying),
-        *(p.requests for p in reservations),
-    )
-    missing = resources.shortfalls(request=request, allocatable=alloc, used=kept)
-    if missing:
-        return _no_room(node, reservations, protected, f"short of {resources.describe(missing)}")
+    room = _room(here, preemptor, candidates, checked)
+    if isinstance(room, NodeRejected):
+        return room
     # Step 3, and again with the pods of a queue that would fall below its share spared first.
     live = most_important_first(p for p in candidates if not p.terminating)
     # Terminating pods leave anyway; the answer names only those the scheduler can resolve.
-    leaving = [p for p in candidates if p.terminating and (nameable is None or nameable(p))]
-    # ``room``: what the reprieved pods may use in each checked resource.
-    room = {r: alloc.get(r, 0) - kept.get(r, 0) - request[r] for r in checked}
-    if at_least is not None:
-        # Named victims free at least ``at_least``: the reprieved may use no more than the rest.
-        for r in checked:
-            cap = sum(p.requests.get(r, 0) for p in (*live, *leaving)) - at_least.get(r, 0)
-            room[r] = min(room[r], cap)
-        short = {r: -v for r, v in room.items() if v < 0}
-        if short:
-            return _no_room(
-                node, reservations, protected,
-                f"cannot free as much as the scheduler's own victims (short of {resources.describe(short)})",
-            )
-    first = {p.uid for p in spare_first}
-    terminating = [p for p in candidates if p.terminating]
+    leaving = [p for p in candidates if p.terminating and (here.nameable is None or here.nameable(p))]
+    if here.at_least is not None:
+        room = _freeing_at_least(here, room, checked, (*live, *leaving))
+        if isinstance(room, NodeRejected):
+            return room
+    first = frozenset(p.uid for p in spare_first)
+    homes = request.homes
     no_home = frozenset(p.uid for p in live if homes.home(p, excluding=node.name) is None) if homes else frozenset()
-    within_shares = (lambda victims: not screen.shortfalls(victims)) if screen is not None else None
-    victims, violations, reprieved, shielded, searched = _best_reprieve(
-        room, checked, live, leaving, _orders(live, terminating, budgets_of, gang_of, first, checked, no_home),
-        budgets_of, at_least, first, swap, within_shares, gang_of, order, no_home,
-    )
+    facts = Facts(request.budgets_of, request.gang_of, first, no_home)
+    greedy = _orders(live, [p for p in candidates if p.terminating], facts, checked)
+    best = _best_reprieve(_Search(room, checked, live, leaving, facts, request.order), greedy, here, request.screen)
     # Law 2 over the whole set: if the reprieve takes too much from some queue, choose again,
     # least important first, skipping pods whose queue could not afford them.
-    short = screen.shortfalls(victims) if screen is not None else {}
+    screen = request.screen
+    short = screen.shortfalls(best.victims) if screen is not None else {}
     if short:
         budgeted = _within_shares(room, checked, live, leaving, screen, first)
         if budgeted is None:
             reason = next(iter(short.values()))
             return NodeRejected(node.name, f"the victims it needs are out of reach: {reason}", Cause.QUEUE_SHARE)
         victims = most_important_first(budgeted)
-        violations = count_violations(victims, budgets_of)
-        reprieved, shielded, searched = len(live) + len(leaving) - len(victims), frozenset(), ""
-    # Step 4 (_best_reprieve orders the victims and counts their violations).
+        best = _Best(request.order.cost(victims, facts), victims, len(live) + len(leaving) - len(victims), frozenset(), "")
+    return _selection(here, request, best, candidates, facts)
+
+
+def _room(here: _Here, preemptor: Pod, candidates: list[Pod], checked: Sequence[str]) -> dict[str, int] | NodeRejected:
+    """What the reprieved candidates may use of each checked resource: the node's room once
+    every candidate is gone and the preemptor and the room held are placed."""
+    node = here.node
+    pool = {p.uid for p in candidates}
+    staying = [p for p in node.pods if p.priority < preemptor.priority and p.uid not in pool]
+    kept = resources.add(
+        node.requested_at_or_above(preemptor.priority),
+        *(p.requests for p in staying),
+        *(p.requests for p in here.reservations),
+    )
+    alloc = node.node.allocatable
+    missing = resources.shortfalls(request=preemptor.requests, allocatable=alloc, used=kept)
+    if missing:
+        return _no_room(node, here.reservations, here.protected, f"short of {resources.describe(missing)}")
+    return {r: alloc.get(r, 0) - kept.get(r, 0) - preemptor.requests[r] for r in checked}
+
+
+def _freeing_at_least(
+    here: _Here, room: dict[str, int], checked: Sequence[str], named: Sequence[Pod]
+) -> dict[str, int] | NodeRejected:
+    """``room`` capped so that the victims named free at least ``here.at_least``: the reprieved
+    may use no more than the rest."""
+    for r in checked:
+        cap = sum(p.requests.get(r, 0) for p in named) - here.at_least.get(r, 0)
+        room[r] = min(room[r], cap)
+    short = {r: -v for r, v in room.items() if v < 0}
+    if short:
+        return _no_room(
+            here.node, here.reservations, here.protected,
+            f"cannot free as much as the scheduler's own victims (short of {resources.describe(short)})",
+        )
+    return room
+
+
+def _selection(
+    here: _Here, request: Request, best: "_Best", candidates: list[Pod], facts: Facts
+) -> VictimSelection:
+    """Step 4: the chosen victims, with their reasons (_best_reprieve ordered them and counted
+    their violations)."""
+    node, victims, checked = here.node, best.victims, resources.checked_resources(request.preemptor.requests)
+    violations = best.cost.detail(ranking.PDB_VIOLATIONS)
     freed = resources.add(*(p.requests for p in victims))
-    lower = len(candidates) + len(staying)
+    lower = sum(p.priority < request.preemptor.priority for p in node.pods)
     reasons = [
-        f"{lower} lower-priority pod(s), {reprieved} reprieved"
-        + (f" ({len(shielded)} PDB-protected tried first)" if shielded else "")
-        + (f" ({searched})" if searched else ""),
+        f"{lower} lower-priority pod(s), {best.reprieved} reprieved"
+        + (f" ({len(best.shielded)} PDB-protected tried first)" if best.shielded else "")
+        + (f" ({best.searched})" if best.searched else ""),
         f"evicting {len(victims)} frees {resources.describe(_only(freed, checked))}",
         violations.describe(),
     ]
-    broken = gangs.count_broken(victims, gang_of)
+    broken = best.cost.detail(ranking.BROKEN_GANGS)
     if broken.count:
         reasons.append(broken.describe())
-    whole = gangs.kept_whole(candidates, victims, gang_of)
+    whole = gangs.kept_whole(candidates, victims, request.gang_of)
     if whole:
         reasons.append("takes no more than it can spare from " + "; ".join(g.describe() for g in whole))
-    gone = homeless(victims, homes, node=node.name) if homes is not None else NONE_HOMELESS
+    gone = homeless(victims, request.homes, node=node.name) if request.homes is not None else NONE_HOMELESS
     if gone.count:
         reasons.append(gone.describe())
-    if at_least is not None:
+    if here.at_least is not None:
         reasons.append(
-            f"frees at least what the scheduler's victims free ({resources.describe(_only(at_least, checked))}): "
+            f"frees at least what the scheduler's victims free ({resources.describe(_only(here.at_least, checked))}): "
             "its proposal shows it sees less room here than reprieve"
         )
-    if protected:
-        reasons.append(f"{len(protected)} protected: {_protections(protected)}")
-    opted_out = sum(p.uid in first for p in victims)
+    if here.protected:
+        reasons.append(f"{len(here.protected)} protected: {_protections(here.protected)}")
+    opted_out = sum(p.uid in facts.opted_out for p in victims)
     if opted_out:
         reasons.append(f"{opted_out} victim(s) opted out of preemption: no victim set without them fits")
-    if reservations:
-        reasons.append(f"room held for nominated {_names(reservations)} kept free")
-    return VictimSelection(node.name, victims, violations, tuple(reasons), opted_out, broken, gone)
+    if here.reservations:
+        reasons.append(f"room held for nominated {_names(here.reservations)} kept free")
+    return VictimSelection(node.name, victims, violations, tuple(reasons), opted_out, broken, gone, best.cost)
 
 
 def _no_room(node: NodeInfo, reservations: Sequence[Pod], protected: dict[str, str], short: str) -> NodeRejected:
@@ -249,11 +294,10 @@ def _cause(protected: dict[str, str]) -> Cause:
 
 
 def _orders(
-    live: Sequence[Pod], terminating: Sequence[Pod], budgets_of: BudgetsOf, gang_of: gangs.GangOf | None,
-    first: set[str], checked: Sequence[str], no_home: frozenset[str] = frozenset(),
+    live: Sequence[Pod], terminating: Sequence[Pod], facts: Facts, checked: Sequence[str], *, ganged: bool = True
 ) -> list[tuple[Callable, frozenset[str], Sequence[Pod]]]:
     """The greedy orders to reprieve in, each (sort key, pods it tries first, pods it may
-    reprieve), after the pods to spare first (``first``, opted-out ones). Orders that would
+    reprieve), after the pods to spare first (``facts.opted_out``). Orders that would
     be the same as an earlier one on this node are left out.
 
     No order is always cheapest: with a budget allowing 1 of a (2 cpu), b and c (1 each) and
@@ -270,11 +314,12 @@ def _orders(
     Members of gangs that cannot spare them (policy.gangs.protected) come first in a copy of
     every order but upstream's, tried before the plain ones (the ranking's order decides
     between a broken gang and what keeping it costs, policy.ranking). Where
-    some candidates have no home (``no_home``), one more order keeps them first.
+    some candidates have no home (``facts.no_home``), one more order keeps them first.
     """
-    in_gangs = gangs.protected(live, gang_of)
+    first, no_home, budgets_of = facts.opted_out, facts.no_home, facts.budgets_of
+    in_gangs = gangs.protected(live, facts.gang_of) if ganged else frozenset()
     if in_gangs:
-        plain = _orders(live, terminating, budgets_of, None, first, checked, no_home)
+        plain = _orders(live, terminating, facts, checked, ganged=False)
         # The same orders with the gangs' members kept first, then the plain ones as they are
         # (keeping a gang may cost more PDB violations than it saves: the key decides).
         ganged = [
@@ -307,16 +352,62 @@ def _sizes(live: Sequence[Pod], checked: Sequence[str]) -> dict[str, float]:
     return {p.uid: max((p.requests.get(r, 0) / totals[r] for r in checked), default=0.0) for p in live}
 
 
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """What every way of choosing victims on one node works with."""
+
+    room: dict[str, int]  # what the reprieved pods may use of each checked resource
+    checked: Sequence[str]
+    live: Sequence[Pod]  # the live candidates, most important first
+    leaving: Sequence[Pod]  # the terminating candidates the answer names
+    facts: Facts
+    order: ranking.Order
+
+
+class _Best(NamedTuple):
+    cost: ranking.Cost
+    victims: Sequence[Pod]  # most important first
+    reprieved: int
+    shielded: frozenset[str]  # the pods the winning greedy order tried first
+    searched: str  # how a search (policy.exact) beat the greedy orders, or ""
+
+
 def _best_reprieve(
-    room, checked, live, leaving, greedy, budgets_of, at_least, first, swap, within_shares, gang_of, order, no_home
-):
-    """Reprieve in each ``greedy`` order and keep the cheapest result by the ranking's ``order``
+    search: _Search, greedy: list, here: _Here, screen: Screen | None
+) -> _Best:
+    """Reprieve in each ``greedy`` order and keep the cheapest result by the ranking's order
     (ties: the earlier greedy order); then look for a cheaper set (policy.exact): every set when the node
-    has few candidates, single swaps when it has many (and ``swap``). Terminating victims are
-    named only if in ``leaving``; a result that names less than ``at_least`` is not taken, and
-    a searched set the rules refuse (``within_shares``, law 2) does not replace a greedy one
-    they accept. Returns (victims most important first, their violations, reprieved, the pods
-    the winning order tried first, how a search beat the orders or "")."""
+    has few candidates, single swaps when it has many (and ``here.swap``). Terminating victims are
+    named only if in ``search.leaving``; a result that names less than ``here.at_least`` is not
+    taken, and a searched set the rules refuse (``screen``, law 2) does not replace a greedy one
+    they accept."""
+    best = _best_greedy(search, greedy, here.at_least)
+    if len(search.live) <= exact.EXACT_LIMIT:
+        better = exact.cheapest(**_common(search), beat=best.cost.key)
+        how = "no greedy order was cheapest: the cheapest of every set"
+    elif here.swap:
+        better = exact.improve(**_common(search), victims=best.victims, key=best.cost.key)
+        how = "swapping victims beat every greedy order"
+    else:
+        better = None
+    if better is not None and screen is not None and screen.shortfalls(better.victims) and not screen.shortfalls(best.victims):
+        better = None  # cheaper, but it takes too much from some queue: the greedy set stands
+    if better is None:
+        return best
+    evicted = sum(not p.terminating for p in better.victims)
+    return _Best(better.cost, better.victims, len(search.live) - evicted, frozenset(), how)
+
+
+def _common(search: _Search) -> dict:
+    return dict(
+        room=search.room, checked=search.checked, live=search.live, leaving=search.leaving, facts=search.facts,
+        order=search.order,
+    )
+
+
+def _best_greedy(search: _Search, greedy: list, at_least: Vector | None) -> _Best:
+    """The cheapest of the greedy orders' results (ties: the earlier order)."""
+    room, checked, live, leaving = search.room, search.checked, search.live, search.leaving
     named = {p.uid for p in leaving}
     best = None
     tried = set()
@@ -335,29 +426,10 @@ def _best_reprieve(
         if found in tried or (at_least is not None and not _frees(victims, at_least, checked)):
             continue
         tried.add(found)
-        violations = count_violations(victims, budgets_of)
-        broken = gangs.count_broken(victims, gang_of).count
-        homeless_count = sum(p.uid in no_home for p in victims)
-        key = order.cost(victims, violations, sum(p.uid in first for p in victims), broken, homeless_count).key
-        if best is None or key < best[0]:
-            best = (key, victims, violations, reprieved, shield)
-    key, victims, violations, reprieved, shield = best
-    common = dict(
-        room=room, checked=checked, live=live, leaving=leaving, budgets_of=budgets_of, opted_out=first, gang_of=gang_of,
-        order=order, no_home=no_home,
-    )
-    if len(live) <= exact.EXACT_LIMIT:
-        better, how = exact.cheapest(**common, beat=key), "no greedy order was cheapest: the cheapest of every set"
-    elif swap:
-        better, how = exact.improve(**common, victims=victims, key=key), "swapping victims beat every greedy order"
-    else:
-        better = None
-    if better is not None and within_shares is not None and not within_shares(better.victims) and within_shares(victims):
-        better = None  # cheaper, but it takes too much from some queue: the greedy set stands
-    if better is None:
-        return victims, violations, reprieved, shield, ""
-    evicted = sum(not p.terminating for p in better.victims)
-    return better.victims, better.violations, len(live) - evicted, frozenset(), how
+        cost = search.order.cost(victims, search.facts)
+        if best is None or cost.key < best.cost.key:
+            best = _Best(cost, victims, reprieved, shield, "")
+    return best
 
 
 def _spare_unneeded(room, checked, live, victims) -> tuple[list[Pod], int]:

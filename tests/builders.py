@@ -147,12 +147,12 @@ def keys(pods) -> list[str]:
 def cost_key(victims, v: ClusterView, order=None, node: str = "n1") -> tuple:
     """reprieve's ranking key (``order``, the default if None) of evicting ``victims`` from
     ``node`` of ``v``: its budgets, gangs and homes as the view has them."""
-    from policy import gangs, homes, ranking
-    from policy.pdb import count_violations
+    from policy import homes, ranking
+    from policy.criteria import Facts
 
-    broken = gangs.count_broken(victims, v.gang_of).count
-    homeless = homes.homeless(victims, homes.of(v), node=node).count
-    return (order or ranking.DEFAULT).cost(victims, count_violations(victims, v.budgets_covering), broken=broken, homeless=homeless).key
+    where = homes.of(v)
+    no_home = frozenset(p.uid for p in victims if where.home(p, excluding=node) is None)
+    return (order or ranking.DEFAULT).cost(victims, Facts(v.budgets_covering, v.gang_of, no_home=no_home)).key
 
 
 def scheduler_proposals(v: ClusterView, preemptor: Pod, in_flight=(), nodes=None) -> dict:

@@ -9,10 +9,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from policy import exact, gangs, ranking
+from policy.criteria import Facts
 from policy.importance import most_important_first
 from policy.pdb import count_violations
 from policy.qos import QoS
-from policy.victims import select_victims
+from policy.victims import Request, select_victims
 from tests.builders import group, node, pdb, pod, view
 
 G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
@@ -28,16 +29,12 @@ def test_one_large_victim_beats_the_two_small_ones_every_greedy_order_takes():
         pod("c", node="n1", cpu=3, priority=1, qos=G, start=2),
     ]
     v = view([node("n1", cpu=10)], running)
-    chosen = select_victims(
-        node=v.nodes["n1"], preemptor=pod("pre", cpu=4, priority=5), reservations=(), budgets_of=v.budgets_covering
-    )
+    chosen = select_victims(node=v.nodes["n1"], request=Request(pod("pre", cpu=4, priority=5), v.budgets_covering), reservations=())
     assert [p.name for p in chosen.victims] == ["a"]
     assert "the cheapest of every set" in chosen.reasons[0]
 
 
-def brute_force(
-    room, checked, live, leaving, budgets_of, opted_out, gang_of=None, order=ranking.DEFAULT, no_home=frozenset()
-):
+def brute_force(room, checked, live, leaving, facts, order=ranking.DEFAULT):
     best = None
     for size in range(len(live) + 1):
         for evicted in itertools.combinations(live, size):
@@ -45,11 +42,7 @@ def brute_force(
             kept = [p for p in live if p.uid not in gone]
             if any(sum(p.requests.get(r, 0) for p in kept) > room[r] for r in checked):
                 continue
-            victims = most_important_first((*leaving, *evicted))
-            violations = count_violations(victims, budgets_of)
-            broken = gangs.count_broken(evicted, gang_of).count
-            homeless = sum(p.uid in no_home for p in evicted)
-            key = order.cost(victims, violations, sum(p.uid in opted_out for p in evicted), broken, homeless).key
+            key = order.cost(most_important_first((*leaving, *evicted)), facts).key
             best = key if best is None or key < best else best
     return best
 
@@ -103,11 +96,9 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
     opted_out = {p.uid for p, (*_, flag) in zip(pods, running) if flag == 1}
     checked = ("cpu", "memory")
     space = {"cpu": room[0] * 1000, "memory": room[1] * 2**30}
-    args = dict(
-        room=space, checked=checked, live=live, leaving=leaving, budgets_of=v.budgets_covering, opted_out=opted_out,
-        gang_of=v.gang_of, order=order,
-        no_home=frozenset(p.uid for p in live if int(p.name[1:]) % 2),  # no home (policy.homes): odd ones
-    )
+    no_home = frozenset(p.uid for p in live if int(p.name[1:]) % 2)  # no home (policy.homes): odd ones
+    facts = Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home)
+    args = dict(room=space, checked=checked, live=live, leaving=leaving, facts=facts, order=order)
     expected = brute_force(**args)
     found = exact.cheapest(**args, beat=NOTHING)
     if expected is None:
@@ -121,10 +112,13 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
     assert all(sum(p.requests.get(r, 0) for p in kept) <= space[r] for r in checked)
     violations = count_violations(found.victims, v.budgets_covering)
     assert found.violations == violations
-    broken = gangs.count_broken(found.victims, v.gang_of).count
-    homeless = sum(p.uid in args["no_home"] for p in found.victims)
+    broken = gangs.count_broken(found.victims, v.gang_of)
+    homeless = sum(p.uid in no_home for p in found.victims)
     opted = sum(p.uid in opted_out for p in found.victims)
-    assert order.cost(found.victims, violations, opted, broken, homeless).key == found.key
+    assert found.cost.detail(ranking.BROKEN_GANGS) == broken
+    cost = order.cost(found.victims, Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home))
+    assert cost.key == found.key
+    assert (cost.value(ranking.OPTED_OUT), cost.value(ranking.HOMELESS)) == (opted, homeless)
 
 
 @settings(max_examples=300, deadline=None)
@@ -142,11 +136,9 @@ def test_improving_never_returns_a_set_that_does_not_fit_or_costs_more(running, 
     checked = ("cpu", "memory")
     space = {"cpu": room[0] * 1000, "memory": room[1] * 2**30}
     # Start from the worst feasible set: every pod a victim.
-    start_key = ranking.cost(live, count_violations(live, v.budgets_covering)).key
-    found = exact.improve(
-        room=space, checked=checked, live=live, leaving=(), budgets_of=v.budgets_covering, opted_out=set(),
-        victims=live, key=start_key,
-    )
+    facts = Facts(v.budgets_covering)
+    start_key = ranking.DEFAULT.cost(live, facts).key
+    found = exact.improve(room=space, checked=checked, live=live, leaving=(), facts=facts, victims=live, key=start_key)
     if found is None:
         return
     assert found.key < start_key
@@ -167,7 +159,5 @@ def test_a_swap_never_leaves_a_victim_that_could_be_spared():
     ]
     fillers = [pod(f"f{i:02d}", node="n1", priority=0, start=100 + i) for i in range(13)]
     v = view([node("n1", cpu=12, pods=40)], real + fillers, [pdb("a", allowed=1, match={"app": "a"})])
-    chosen = select_victims(
-        node=v.nodes["n1"], preemptor=pod("pre", priority=10, cpu=4), reservations=(), budgets_of=v.budgets_covering
-    )
+    chosen = select_victims(node=v.nodes["n1"], request=Request(pod("pre", priority=10, cpu=4), v.budgets_covering), reservations=())
     assert [p.name for p in chosen.victims] == ["p1"]

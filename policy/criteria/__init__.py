@@ -1,0 +1,74 @@
+"""The ranking's criteria, one module each, and their registry.
+
+``CANONICAL`` is the default order: each criterion only breaks the ties left by the ones
+before it (policy.ranking composes an order from it; a policy file may reorder ``MOVABLE``).
+Adding a criterion: its module (policy.criteria.criterion says what it declares), one line
+here, and a row in tests/unit/test_ranking.py. docs/policy.md says why each sits where it does.
+"""
+
+from __future__ import annotations
+
+from policy.criteria import (
+    broken_gangs,
+    burstable,
+    guaranteed,
+    homeless,
+    opted_out,
+    pdb_violations,
+    priority_sum,
+    start,
+    top_priority,
+    victims,
+)
+from policy.criteria.criterion import Criterion, Facts, Kind, Reach, Stay, Unit
+from policy.model import Pod
+
+OPTED_OUT = opted_out.CRITERION
+PDB_VIOLATIONS = pdb_violations.CRITERION
+BROKEN_GANGS = broken_gangs.CRITERION
+TOP_PRIORITY = top_priority.CRITERION
+GUARANTEED = guaranteed.CRITERION
+BURSTABLE = burstable.CRITERION
+HOMELESS = homeless.CRITERION
+PRIORITY_SUM = priority_sum.CRITERION
+VICTIMS = victims.CRITERION
+START = start.CRITERION
+
+# The registry, in the default order.
+CANONICAL: tuple[Criterion, ...] = (
+    OPTED_OUT,  # a last resort is last whatever else: first in every order
+    PDB_VIOLATIONS,
+    BROKEN_GANGS,
+    TOP_PRIORITY,
+    GUARANTEED,
+    BURSTABLE,
+    HOMELESS,
+    PRIORITY_SUM,
+    VICTIMS,
+    START,  # the tie-breaker: last in every order
+)
+MOVABLE = CANONICAL[1:-1]  # what a policy may reorder
+BY_NAME = {c.name: c for c in CANONICAL}
+# The parts of a cost's one-line summary (policy.ranking.Cost.describe), in its order.
+SUMMARY = (OPTED_OUT, BROKEN_GANGS, PDB_VIOLATIONS, TOP_PRIORITY, HOMELESS, VICTIMS)
+
+# The criteria a pod has a value of its own for, in CANONICAL's order: a pod's ``values``.
+PER_POD = tuple(c for c in CANONICAL if c.kind in (Kind.SUM, Kind.MAX))
+_OF_POD = tuple(c.of_pod for c in PER_POD)
+
+assert all(c.kind is not Kind.TIE for c in CANONICAL[:-1]), "a tie-breaker is bounded only last"
+
+
+def values(pod: Pod, facts: Facts) -> tuple:
+    """``pod``'s own value for each criterion of PER_POD, computed once per request."""
+    found = facts.values.get(pod.uid)
+    if found is None:
+        found = facts.values[pod.uid] = tuple(f(pod, facts) for f in _OF_POD)
+    return found
+
+
+__all__ = [
+    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "Criterion", "Facts", "GUARANTEED", "HOMELESS", "Kind",
+    "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PER_POD", "PRIORITY_SUM", "Reach", "START", "SUMMARY", "Stay",
+    "TOP_PRIORITY", "Unit", "VICTIMS", "values",
+]

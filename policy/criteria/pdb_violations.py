@@ -1,0 +1,61 @@
+"""Fewest PodDisruptionBudget violations: victims whose eviction takes a budget's allowance below
+zero, counted exactly as the scheduler counts them (policy.pdb.count_violations)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from policy.criteria.criterion import Criterion, Facts, Kind, Running, Stay
+from policy.importance import importance
+from policy.model import Pod
+from policy.pdb import Violations, count_violations, spent_on
+
+
+def _of_set(victims: Sequence[Pod], live: Sequence[Pod], facts: Facts) -> tuple[int, Violations]:
+    violations = count_violations(victims, facts.budgets_of)
+    return violations.count, violations
+
+
+class _Running(Running):
+    """Per budget, the victims it covers so far: while no pod is covered by two budgets a
+    budget's violations are max(0, covered - allowed), whatever the order; otherwise the whole
+    set is counted again, in upstream's order (and no two pods are alike)."""
+
+    def start(self, live: Sequence[Pod], facts: Facts) -> tuple:
+        overlapping = any(len(spent_on(p, facts.budgets_of)) > 1 for p in live)
+        return (True, 0) if overlapping else (False, ())
+
+    def alike(self, state: tuple, pod: Pod, facts: Facts) -> object:
+        return pod.uid if state[0] else tuple(b.key for b in spent_on(pod, facts.budgets_of))
+
+    def of_class(self, state: tuple, pod: Pod, facts: Facts) -> object:
+        return tuple((b.key, b.disruptions_allowed) for b in spent_on(pod, facts.budgets_of))
+
+    def add(self, state, of_class, pods, before, facts) -> tuple[tuple, int]:
+        overlapping, covered = state
+        if overlapping:  # ``covered``: the count so far
+            count = count_violations(sorted((*before, *pods), key=importance), facts.budgets_of).count
+            return (True, count), count - covered
+        counts = dict(covered)
+        added = 0
+        for budget, allowed in of_class:
+            was = counts.get(budget, 0)
+            counts[budget] = was + len(pods)
+            added += max(0, was + len(pods) - allowed) - max(0, was - allowed)
+        return (False, tuple(counts.items())), added
+
+
+def _stays(pod: Pod, victim: Pod, stay: Stay) -> str | None:
+    if stay.budgets.get(pod.uid) and not stay.budgets.get(victim.uid):
+        return f"behind PodDisruptionBudget {', '.join(stay.budgets[pod.uid])}"
+    return None
+
+
+def _brief(value: float, _) -> str:
+    return f"{value} PDB violation(s)"
+
+
+CRITERION = Criterion(
+    name="PDB violations", field="pdb_violations", kind=Kind.SET, of_set=_of_set, running=_Running(),
+    floor="violations", brief=_brief, stays=_stays,
+)
