@@ -195,7 +195,7 @@ def _serve(args: argparse.Namespace) -> int:
     from extender.state import snapshot
     from extender.serving.app import create_app
     from extender.state.source import StaticCluster
-    from extender.live.apiserver import ApiServer
+    from extender.apiserver import ApiServer
     from extender.live.cache import LiveCluster
     from extender.metrics import Metrics
     from extender.serving.server import Server

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from extender.serving import wire
+from extender import wire
 from extender.state.source import ClusterSource
 from extender.config import Settings
 from extender.errors import BadRequest, Unanswerable

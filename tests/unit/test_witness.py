@@ -9,7 +9,7 @@ from extender.events import notes
 from extender.events.witness import Witness
 from extender.serving.app import create_app
 from extender.state.ledger import IN_FLIGHT_SECONDS
-from extender.serving import wire
+from extender import wire
 from extender.state import translate
 from extender.state.source import StaticCluster
 from policy.model import InFlight
