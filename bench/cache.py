@@ -505,7 +505,7 @@ def measure(args: argparse.Namespace) -> None:
 
     import kubernetes
 
-    from extender.live.apiserver import ApiServer
+    from extender.apiserver import ApiServer
     from extender.live.cache import LiveCluster
     from extender.metrics import Metrics
     from policy.view import ClusterView

@@ -80,7 +80,7 @@ sys.path.insert(0, str(ROOT))
 
 import yaml  # noqa: E402
 
-from extender.live.apiserver import ApiError  # noqa: E402
+from extender.apiserver import ApiError  # noqa: E402
 from tests.e2e.client import Kube, wait_for  # noqa: E402
 from tests.e2e.controlplane import SCHEDULER_CONFIG, ControlPlane, StartupError, build_toolchain, kube_version  # noqa: E402
 from tests.ports import free_port  # noqa: E402

@@ -195,7 +195,7 @@ def _serve(args: argparse.Namespace) -> int:
     from extender.state import snapshot
     from extender.serving.app import create_app
     from extender.state.source import StaticCluster
-    from extender.live.apiserver import ApiServer
+    from extender.apiserver import ApiServer
     from extender.live.cache import LiveCluster
     from extender.metrics import Metrics
     from extender.serving.server import Server
@@ -289,8 +289,9 @@ def _events(settings: Settings, api, cluster, metrics):
     """The Event recorder and the witness that feeds it, started with the app; None when off."""
     from extender.events.recorder import ApiSink, Recorder
     from extender.events.witness import Witness
+    from extender.state.ledger import Ledger
 
-    witness = Witness(Recorder(ApiSink(api), metrics=metrics), cluster, mode=settings.mode, events=settings.events)
+    witness = Witness(Recorder(ApiSink(api), metrics=metrics), cluster, Ledger(), mode=settings.mode, events=settings.events)
     if not witness.enabled:
         log.info("events: off (--events %s, --mode %s)", settings.events.value, settings.mode.value)
         return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from extender.serving import limits
+from extender import limits
 
 
 class Mode(str, Enum):

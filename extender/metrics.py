@@ -1,6 +1,7 @@
 """Prometheus metrics, one registry per app so that tests and apps never share counters.
 
-Every layer counts into it (live/, events/, serving/), so it sits beside config and errors, below them all.
+Every layer above it counts into it (live/, events/, serving/), so it sits near the bottom, beside config
+(docs/layout.md, "Layers").
 
 docs/observability.md lists every metric with its labels and meaning. Labels take values
 from small fixed sets (verbs, outcomes, policy.causes, QoS classes, priority bands): never

@@ -60,7 +60,7 @@ def live(kubeconfig: str | None, context: str | None = None, *, timeout: float =
     """One consistent view of a live cluster: the list+watch cache `reprieve serve --kubeconfig`
     runs, stopped as soon as Nodes, Pods, PodDisruptionBudgets and PriorityClasses have listed
     (and the gang PodGroup kinds the cluster serves, docs/running.md "Gangs")."""
-    from extender.live.apiserver import ApiServer
+    from extender.apiserver import ApiServer
     from extender.live.cache import LiveCluster
     from extender.metrics import Metrics
 
@@ -87,7 +87,7 @@ def _probe(api, context: str) -> None:
     not read them, gets a view without their minimums."""
     import urllib3
 
-    from extender.live.apiserver import ApiError
+    from extender.apiserver import ApiError
     from extender.live.changes import KINDS
 
     for kind in KINDS.values():

@@ -18,7 +18,7 @@ import yaml
 
 from extender.commands import explain_table
 
-from extender.serving import wire
+from extender import wire
 
 from extender.commands.cluster import Cluster
 from extender.state import kube, translate

@@ -4,6 +4,6 @@
   and rate-limited per object as client-go's recorder does; drops (and counts) rather than
   blocks.
 - notes: the words: which node and why, and why each victim rather than the pods that stay.
-- witness: remembers each preempt answer and, once reprieve's view shows it carried out,
-  records the Events.
+- witness: keeps what each preempt answer's Events will say in the ledger's entry for it
+  (extender.state.ledger) and, once reprieve's view shows it carried out, records the Events.
 """

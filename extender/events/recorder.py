@@ -33,7 +33,7 @@ from typing import Protocol
 
 import urllib3
 
-from extender.live.apiserver import ApiError, ApiServer
+from extender.apiserver import ApiError, ApiServer
 from extender.metrics import Metrics
 
 log = logging.getLogger(__name__)

@@ -1,13 +1,14 @@
 """Watching reprieve's view for the preemptions it answered, and recording their Events.
 
-The preempt verb hands each answer over (``answered``: a small capture, no I/O, never waits);
-a thread of its own checks every new view while answers are pending. An answer is carried out
-when the view shows the preemptor nominated to (or bound on) the node and every victim
-terminating with kube-scheduler's DisruptionTarget condition, or gone: the ledger's own test
-(extender.state.ledger.progress) plus that condition, so that a pod deleted by someone else
-is never called a victim. Then one Event goes on the preemptor and one on each victim. An
-answer the scheduler did not carry out (it went another way, or nothing happened within
-IN_FLIGHT_SECONDS) is forgotten without a word.
+The preempt verb hands each answer over (``answered``: a small capture, no I/O, never waits),
+and the witness keeps the capture in that answer's entry of the ledger (extender.state.ledger,
+the one record of answers in flight); a thread of its own checks every new view while Events are
+awaited. An answer is carried out when the view shows the preemptor nominated to (or bound on)
+the node and every victim terminating with kube-scheduler's DisruptionTarget condition, or gone:
+the ledger's own test (extender.state.ledger.progress) plus that condition, so that a pod deleted
+by someone else is never called a victim. Then one Event goes on the preemptor and one on each
+victim. An answer the scheduler did not carry out (it went another way, or nothing happened
+within the ledger's IN_FLIGHT_SECONDS) is forgotten without a word.
 
 In shadow mode reprieve answers nothing: with ``--events shadow`` the preemptor gets one
 Event saying what reprieve would have done, once the view shows the scheduler's own
@@ -18,14 +19,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from extender.config import Events, Mode
 from extender.events import notes
 from extender.events.recorder import Event, Recorder, Ref
-from extender.state.ledger import IN_FLIGHT_SECONDS, MAX_IN_FLIGHT, Progress, progress
+from extender.state.ledger import Ledger, Progress, progress
 from extender.state.source import ClusterSource
 from policy.model import InFlight, Pod
 from policy.preempt import PreemptDecision, Proposal
@@ -41,18 +40,17 @@ class Witness:
         self,
         recorder: Recorder,
         cluster: ClusterSource,
+        ledger: Ledger,
         *,
         mode: Mode,
         events: Events,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``ledger``: the record of answers in flight, the app's too (extender.serving.app)."""
         self.recorder = recorder
+        self.ledger = ledger
         self._cluster = cluster
         self._shadow = mode is Mode.SHADOW
         self._on = events is Events.SHADOW if self._shadow else events is not Events.OFF
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._pending: OrderedDict[str, tuple[float, notes.Answer]] = OrderedDict()  # preemptor UID -> (since, answer)
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -68,41 +66,30 @@ class Witness:
         if not self._on or not preemptor.uid:
             return
         if not self._shadow and not decision.answer:
-            self.forget(preemptor.uid)  # the scheduler asked again and got nothing: nothing will happen
+            self.ledger.drop_events(preemptor.uid)  # the scheduler asked again and got nothing: nothing will happen
             return
         answer = notes.capture(view, preemptor, proposals, decision)
         if not self._shadow and answer.node is None:
-            self.forget(preemptor.uid)  # a node passed through unjudged: reprieve chose no victims there
+            self.ledger.drop_events(preemptor.uid)  # a node passed through unjudged: reprieve chose no victims there
             return
-        with self._lock:
-            self._pending.pop(preemptor.uid, None)
-            self._pending[preemptor.uid] = (self._clock(), answer)
-            while len(self._pending) > MAX_IN_FLIGHT:
-                self._pending.popitem(last=False)
+        self.ledger.await_events(preemptor.uid, answer)
         self._wake.set()
 
-    def forget(self, uid: str) -> None:
-        with self._lock:
-            self._pending.pop(uid, None)
-
     def check(self, view: ClusterView) -> None:
-        """Record the Events of every pending answer ``view`` shows carried out; drop the rest
+        """Record the Events of every awaited answer ``view`` shows carried out; drop the rest
         that it shows went otherwise, or that are too old."""
-        now = self._clock()
-        with self._lock:
-            pending = list(self._pending.items())
-        for uid, (since, answer) in pending:
+        for awaiting in self.ledger.awaiting_events():
+            answer: notes.Answer = awaiting.events
             node, state = self._progress(view, answer)
-            if state is Progress.PENDING and now - since <= IN_FLIGHT_SECONDS:
+            if state is Progress.PENDING and not awaiting.expired:
                 continue
-            with self._lock:
-                if self._pending.get(uid, (None,))[0] == since:
-                    del self._pending[uid]
+            self.ledger.drop_events(awaiting.uid, since=awaiting.since)
             if state is Progress.CARRIED_OUT and node is not None:
                 self._record(answer, node)
 
     def __len__(self) -> int:
-        return len(self._pending)
+        """Answers whose Events are awaited."""
+        return len(self.ledger.awaiting_events())
 
     # the thread
 
@@ -119,7 +106,7 @@ class Witness:
     def _run(self) -> None:
         seen = None
         while not self._stop.is_set():
-            if not self._pending:
+            if not len(self):
                 self._wake.wait()
                 self._wake.clear()
                 continue

@@ -9,7 +9,7 @@ import time
 
 import urllib3
 
-from extender.live.apiserver import ApiError, ApiServer
+from extender.apiserver import ApiError, ApiServer
 from extender.live.changes import KINDS, Kind
 from extender.live.lag import Lag
 from extender.live.reflector import Reflector

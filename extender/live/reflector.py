@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 
 import urllib3
 
-from extender.live.apiserver import ApiError, ApiServer, Gone
+from extender.apiserver import ApiError, ApiServer, Gone
 from extender.live.changes import Kind, event_change, key_of, record_of
 from extender.live.lag import Lag, delayed
 from extender.live.store import Store

@@ -1,4 +1,4 @@
-"""Serving the extender verbs: the Flask app, the server, wire types, metrics and logs.
+"""Serving the extender verbs: the Flask app, the server, one module per verb, logs.
 
     app         the Flask application factory
     server      listeners, signals and shutdown: one process, an asyncio loop, a few threads
@@ -6,9 +6,6 @@
     admission   connection limits, per client and in all
     wsgi        calling the app with a request that has arrived whole
     tls         the serving certificate, reloaded when its files change
-    wire        the kube-scheduler extender v1 wire types
-    limits      how much one request may ask, and how much of it comes back
     verbs/      one module per verb
-    metrics     Prometheus metrics, one registry per app
     logs        one JSON object per line
 """

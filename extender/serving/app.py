@@ -10,7 +10,7 @@ from collections.abc import Callable
 from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
-from extender.serving import wire
+from extender import wire
 from extender.state.source import ClusterSource
 from extender.config import Settings
 from extender.errors import BadRequest, Unanswerable
@@ -45,14 +45,15 @@ def create_app(
     stopping: threading.Event | None = None,
     order: ranking.Order = ranking.DEFAULT,
 ) -> Flask:
-    """``rules`` and ``order``: the --policy file's (extender.policy_file). ``events`` (extender.events) records Kubernetes Events about its preemptions; ``stopping``
-    is set when the server begins to shut down: from then on /readyz fails."""
+    """``rules`` and ``order``: the --policy file's (extender.policy_file). ``events`` (extender.events) records Kubernetes Events about its preemptions,
+    reading the answers from its ledger, which the verbs record in; ``stopping`` is set when the
+    server begins to shut down: from then on /readyz fails."""
     app = Flask("reprieve")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     metrics = metrics or Metrics()
     log = logging.getLogger("reprieve.decisions")
     standings = Standings(rules) if rules is not None else None
-    ledger = Ledger()
+    ledger = events.ledger if events is not None else Ledger()  # one record of answers in flight for both
     stopping = stopping or threading.Event()
     app.extensions["reprieve"] = {"cluster": cluster, "metrics": metrics, "settings": settings}
     metrics.serving(mode=settings.mode.value, ready=lambda: cluster.view() is not None and not stopping.is_set())

@@ -22,7 +22,8 @@ from http import HTTPStatus
 import h11
 
 from extender.config import Settings
-from extender.serving import wire, wsgi
+from extender import wire
+from extender.serving import wsgi
 from extender.serving.admission import Admission
 from extender.metrics import VERBS, Metrics
 from extender.serving.tls import ServingCertificate

@@ -4,6 +4,6 @@
     snapshot    reading a cluster dump
     kube        lean pydantic projections of the Kubernetes objects reprieve reads
     translate   the one place Kubernetes objects become policy records
-    ledger      reprieve's own preempt answers until the view shows them
+    ledger      reprieve's own preempt answers until the view shows them, and the Events awaited for them
     standings   queue assessment, once per view, updated from the last one
 """

@@ -7,7 +7,12 @@ made, reprieve's view does not. Without this record reprieve would hand the same
 the next preemptor, or the same room. Every answer is recorded, with or without a policy;
 in shadow mode nothing is (the scheduler evicts its own victims, not reprieve's).
 
-``progress`` is also what extender.events.witness asks before it records Events.
+The ledger is the one record of answers in flight, and it has two readers: the verbs
+(``record``, ``in_flight``, ``forget``) and the Events witness (extender.events.witness:
+``await_events``, ``awaiting_events``, ``drop_events``), which keeps in an answer's entry what its
+Events will say (in shadow mode too) until a view shows the preemption carried out or not.
+Each reader lets go of an entry by its own rules, as if the other were not there; the entry
+goes when neither holds it. ``progress`` is also what the witness asks before it records Events.
 """
 
 from __future__ import annotations
@@ -25,17 +30,29 @@ from policy.view import ClusterView
 # An answer the view never confirms (the scheduler failed, or its view never arrives) is
 # forgotten after this long. A retry of the same pod replaces or forgets it sooner.
 IN_FLIGHT_SECONDS = 30.0
-# At most this many answers are remembered (the oldest go first): a burst of thousands of
-# preemptors within IN_FLIGHT_SECONDS fits, and no flood of requests can grow it further.
+# At most this many answers are remembered (the oldest go first), and as many awaited Events: a
+# burst of thousands of preemptors within IN_FLIGHT_SECONDS fits, and no flood of requests can
+# grow it further.
 MAX_IN_FLIGHT = 10_000
 
 
 class _Entry(NamedTuple):
     since: float  # when the answer was recorded (the ledger's clock)
-    flight: InFlight
-    decided_at: int  # the revision of the view the answer was decided on
-    shown_at: int | None  # the revision of the first view that showed the preemptor
+    flight: InFlight | None  # the answer the verbs hold in flight; None: not held (shadow mode, let go)
+    decided_at: int = 0  # the revision of the view the answer was decided on
+    shown_at: int | None = None  # the revision of the first view that showed the preemptor
     settled_at: int | None = None  # the revision of the first view seen showing it settled
+    events: object = None  # what the witness's Events will say (extender.events.notes.Answer); None: none awaited
+    events_since: float = 0.0  # when the witness was handed ``events``
+
+
+class Awaiting(NamedTuple):
+    """An answer whose Events the witness awaits."""
+
+    uid: str  # the preemptor's
+    since: float  # when it was handed over: ``drop_events`` lets go of this one only
+    events: object  # what the witness handed over
+    expired: bool  # handed over more than IN_FLIGHT_SECONDS ago
 
 
 class Ledger:
@@ -65,8 +82,10 @@ class Ledger:
         held = []
         with self._lock:
             for uid, entry in list(self._answers.items()):
+                if entry.flight is None:
+                    continue
                 if now - entry.since > IN_FLIGHT_SECONDS or (asking is not None and _twin(entry.flight.preemptor, asking)):
-                    del self._answers[uid]
+                    self._let_go(uid, entry)
                     continue
                 if entry.settled_at is not None and revision >= entry.settled_at:
                     continue
@@ -79,7 +98,7 @@ class Ledger:
                 )
                 if deleted or progress(view, entry.flight) is not Progress.PENDING:
                     if revision == 0:
-                        del self._answers[uid]
+                        self._let_go(uid, entry)
                     else:  # kept for requests still deciding on older views
                         self._answers[uid] = entry._replace(settled_at=revision)
                     continue
@@ -96,25 +115,82 @@ class Ledger:
         if not preemptor.uid:
             return  # the scheduler always sends one; without it there is nothing to match
         with self._lock:
-            self._answers.pop(preemptor.uid, None)  # a newer answer replaces the older
-            self._answers[preemptor.uid] = _Entry(self._clock(), InFlight(preemptor, node, victims), decided_at, shown_at)
-            if len(self._answers) > MAX_IN_FLIGHT:  # settled answers go first, then the oldest
-                for uid in [u for u, e in self._answers.items() if e.settled_at is not None]:
-                    if len(self._answers) <= MAX_IN_FLIGHT:
-                        break
-                    del self._answers[uid]
-                while len(self._answers) > MAX_IN_FLIGHT:
-                    self._answers.popitem(last=False)
+            # A newer answer replaces the older (Events awaited for it stay the witness's to drop).
+            entry = self._answers.pop(preemptor.uid, None) or _Entry(0.0, None)
+            flight = InFlight(preemptor, node, victims)
+            self._answers[preemptor.uid] = entry._replace(
+                since=self._clock(), flight=flight, decided_at=decided_at, shown_at=shown_at, settled_at=None
+            )
+            # settled answers go first, then the oldest
+            self._bound(lambda e: e.flight is not None, self._let_go, first=lambda e: e.settled_at is not None)
 
     def forget(self, preemptor: Pod) -> None:
         """The scheduler asked again and got no node: an earlier answer for it is void."""
         with self._lock:
-            self._answers.pop(preemptor.uid, None)
+            if (entry := self._answers.get(preemptor.uid)) is not None and entry.flight is not None:
+                self._let_go(preemptor.uid, entry)
 
     def __len__(self) -> int:
         """Answers not seen settled by any view yet."""
         with self._lock:
-            return sum(entry.settled_at is None for entry in self._answers.values())
+            return sum(entry.flight is not None and entry.settled_at is None for entry in self._answers.values())
+
+    # the Events witness's
+
+    def await_events(self, uid: str, events: object) -> None:
+        """The witness awaits ``events`` for the answer to ``uid``, in place of any earlier."""
+        now = self._clock()
+        with self._lock:
+            entry = self._answers.pop(uid, None) or _Entry(now, None)
+            self._answers[uid] = entry._replace(events=events, events_since=now)
+            self._bound(lambda e: e.events is not None, self._drop_events)  # the oldest go first
+
+    def awaiting_events(self) -> list[Awaiting]:
+        """The answers whose Events the witness awaits, oldest first."""
+        now = self._clock()
+        with self._lock:
+            return [
+                Awaiting(uid, e.events_since, e.events, now - e.events_since > IN_FLIGHT_SECONDS)
+                for uid, e in self._answers.items()
+                if e.events is not None
+            ]
+
+    def drop_events(self, uid: str, *, since: float | None = None) -> None:
+        """The witness awaits no Events for ``uid`` (``since``: only if still those handed over then)."""
+        with self._lock:
+            entry = self._answers.get(uid)
+            if entry is not None and entry.events is not None and (since is None or since == entry.events_since):
+                self._drop_events(uid, entry)
+
+    # internals (the lock held)
+
+    def _let_go(self, uid: str, entry: _Entry) -> None:
+        """The verbs hold the answer no longer; the entry goes unless Events are awaited."""
+        if entry.events is None:
+            del self._answers[uid]
+        else:
+            self._answers[uid] = entry._replace(flight=None)
+
+    def _drop_events(self, uid: str, entry: _Entry) -> None:
+        if entry.flight is None:
+            del self._answers[uid]
+        else:
+            self._answers[uid] = entry._replace(events=None)
+
+    def _bound(
+        self,
+        holds: Callable[[_Entry], bool],
+        drop: Callable[[str, _Entry], None],
+        *,
+        first: Callable[[_Entry], bool] = lambda e: False,
+    ) -> None:
+        """At most MAX_IN_FLIGHT entries one reader ``holds``: past it, ``drop`` the ``first``
+        ones, then the oldest."""
+        if len(self._answers) <= MAX_IN_FLIGHT:
+            return  # neither reader can hold more
+        held = [uid for uid, e in self._answers.items() if holds(e)]
+        for uid in sorted(held, key=lambda u: not first(self._answers[u]))[: len(held) - MAX_IN_FLIGHT]:
+            drop(uid, self._answers[uid])
 
 
 def _twin(recorded: Pod, asking: Pod) -> bool:

@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from extender.serving.limits import MAX_ERROR_CHARS
+from extender.limits import MAX_ERROR_CHARS
 from extender.serving.logs import LOG_TRACEBACK_CHARS
 from tests import fuzzing
 from tests.conftest import EXAMPLE, ROOT

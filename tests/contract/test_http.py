@@ -10,7 +10,7 @@ import pytest
 from extender.serving.app import create_app
 from extender.state.source import StaticCluster
 from extender.config import Settings
-from extender.serving.limits import MAX_ERROR_CHARS, MAX_NODES, MAX_VICTIMS_PER_NODE
+from extender.limits import MAX_ERROR_CHARS, MAX_NODES, MAX_VICTIMS_PER_NODE
 from extender.metrics import Metrics
 from tests.conftest import ROOT
 

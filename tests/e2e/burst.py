@@ -64,7 +64,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from extender.live.apiserver import ApiError
+from extender.apiserver import ApiError
 from tests.e2e.client import Kube, wait_for
 from tests.e2e.scenario import REPRIEVE, STOCK, Scenario
 

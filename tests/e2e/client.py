@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 import orjson
 import urllib3
 
-from extender.live.apiserver import ApiError, ApiServer, _error
+from extender.apiserver import ApiError, ApiServer, _error
 
 PATHS = {
     "Node": "/api/v1/nodes",

@@ -9,7 +9,7 @@ import threading
 
 import urllib3
 
-from extender.live.apiserver import ApiError
+from extender.apiserver import ApiError
 from tests.e2e.client import Kube
 
 log = logging.getLogger(__name__)

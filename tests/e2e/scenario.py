@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from extender.live.apiserver import ApiError
+from extender.apiserver import ApiError
 from tests.e2e.client import Kube, wait_for
 
 REPRIEVE = "reprieve-scheduler"

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from extender.live.apiserver import ApiError
+from extender.apiserver import ApiError
 from tests.e2e.client import wait_for
 from tests.e2e.controlplane import SCHEDULER_CONFIG
 from tests.e2e.scenario import Scenario

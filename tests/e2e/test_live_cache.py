@@ -14,7 +14,7 @@ import yaml
 
 from extender.serving.app import create_app
 from extender.config import Settings
-from extender.live.apiserver import ApiServer
+from extender.apiserver import ApiServer
 from extender.live.cache import LiveCluster
 from extender.metrics import Metrics
 from tests.e2e.client import wait_for

@@ -16,7 +16,7 @@ import pytest
 import urllib3
 import yaml
 
-from extender.live.apiserver import ApiError
+from extender.apiserver import ApiError
 from tests.e2e.chart import CHART, NAMESPACE, objects, template
 from tests.e2e.client import wait_for
 

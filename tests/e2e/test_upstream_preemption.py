@@ -57,7 +57,7 @@ import time
 import pytest
 import yaml
 
-from extender.live.apiserver import ApiError
+from extender.apiserver import ApiError
 from tests.e2e.client import wait_for
 from tests.e2e.scenario import REPRIEVE, STOCK, Scenario
 from tests.ports import free_port

@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from extender.commands import cluster as cluster_command
-from extender.live.apiserver import ApiServer
+from extender.apiserver import ApiServer
 from extender.live.cache import LiveCluster
 from extender.live.changes import KINDS
 from extender.metrics import Metrics

@@ -9,7 +9,7 @@ import pytest
 import urllib3
 
 from extender.events.recorder import Event, Recorder, Ref
-from extender.live.apiserver import ApiError
+from extender.apiserver import ApiError
 from extender.metrics import Metrics
 
 POD = Ref("Pod", "web-0", "shop", "uid-web-0")

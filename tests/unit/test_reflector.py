@@ -83,7 +83,7 @@ def test_an_event_is_applied_for_the_lag_before_the_publisher_hears_of_it():
 def test_closing_the_api_tolerates_a_watch_that_ended_meanwhile():
     # Seen in make test: a stream that ended and gave its connection back to the pool, still in
     # the open set when LiveCluster.stop() closed the client, made urllib3 raise.
-    from extender.live.apiserver import ApiServer
+    from extender.apiserver import ApiServer
 
     class Ended:
         def shutdown(self):
@@ -103,7 +103,7 @@ class Refusing:
         self.status, self.lists = status, 0
 
     def get(self, path, params, *, timeout):
-        from extender.live.apiserver import ApiError
+        from extender.apiserver import ApiError
 
         self.lists += 1
         raise ApiError(self.status, "no")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from extender.serving import wire
+from extender import wire
 
 from extender.state import snapshot, translate
 from policy import stock

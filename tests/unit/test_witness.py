@@ -8,8 +8,8 @@ from extender.config import Events, Mode, Settings
 from extender.events import notes
 from extender.events.witness import Witness
 from extender.serving.app import create_app
-from extender.state.ledger import IN_FLIGHT_SECONDS
-from extender.serving import wire
+from extender.state.ledger import IN_FLIGHT_SECONDS, Ledger
+from extender import wire
 from extender.state import translate
 from extender.state.source import StaticCluster
 from policy.model import InFlight
@@ -50,7 +50,7 @@ def scene():
 
 def witness(mode=Mode.ENFORCE, events=Events.ON):
     recorded, clock = Recorded(), Clock()
-    return Witness(recorded, StaticCluster(None), mode=mode, events=events, clock=clock), recorded, clock
+    return Witness(recorded, StaticCluster(None), Ledger(clock=clock), mode=mode, events=events), recorded, clock
 
 
 def answer(w, v, preemptor, proposed):
@@ -291,6 +291,38 @@ def test_the_preempt_verb_hands_its_answer_to_the_witness(example_view):
         "On node-a: 0 PDB violations; evicts the Burstable batch/report-1, not the Guaranteed batch/report-2 "
         "stock would have taken. Not node-b: not solved: cannot beat node-a: PDB violations at least 1 there vs 0."
     )
+
+
+def test_the_verbs_and_the_witness_share_one_record_each_letting_go_by_its_own_rules():
+    v, preemptor, burstable, guaranteed = scene()
+    done = carried_out(v, preemptor, burstable)  # a snapshot view (revision 0): settled answers go at once
+
+    def answered_as_the_verb_does(w):
+        proposals = {"n1": Proposal((guaranteed.uid,), 0)}
+        decision = decide(view=v, preemptor=preemptor, proposals=proposals)
+        w.ledger.record(preemptor, "n1", decision.outcomes[0].victims)
+        w.answered(v, preemptor, proposals, decision)
+
+    w, recorded, _ = witness()
+    answered_as_the_verb_does(w)
+    assert len(w.ledger._answers) == 1 and len(w) == 1 and len(w.ledger) == 1
+    assert w.ledger.in_flight(done) == () and len(w.ledger) == 0  # the verbs let go first...
+    w.check(done)
+    assert [e.reason for e in recorded.events] == ["Preempting", "ChosenForPreemption"]  # ...the Events still come
+    assert len(w.ledger._answers) == 0
+
+    w, recorded, _ = witness()
+    answered_as_the_verb_does(w)
+    w.check(done)  # the witness lets go first...
+    assert len(recorded.events) == 2 and len(w) == 0
+    assert [f.preemptor.uid for f in w.ledger.in_flight(v)] == [preemptor.uid]  # ...the answer is still in flight
+
+
+def test_the_app_records_its_answers_in_the_witness_ledger(example_view):
+    w, _, _ = witness()
+    client = create_app(Settings(), cluster=StaticCluster(example_view), events=w).test_client()
+    assert client.post("/preempt", data=(ROOT / "examples" / "requests" / "preempt.json").read_bytes()).status_code == 200
+    assert len(w.ledger) == 1 and len(w.ledger._answers) == 1
 
 
 def test_the_preemptor_note_names_three_other_candidates_and_counts_the_rest():

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Mapping
 
 from extender.errors import Unanswerable
-from extender.serving import wire
+from extender import wire
 
 from extender.state import translate
 from extender.metrics import priority_band

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from extender.serving import wire
+from extender import wire
 
 from extender.state import translate
 from extender.serving.verbs import Context

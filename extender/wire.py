@@ -6,7 +6,7 @@ own camelCase keys. Requests are validated strictly; answers are built as plain 
 the Go field order and serialised with orjson (integers stay integers).
 
 Whatever an answer echoes back (node names, UIDs, whole Node objects) is checked on the way
-in, so that every answer can be written; extender.serving.limits bounds the sizes.
+in, so that every answer can be written; extender.limits bounds the sizes.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pydantic
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StrictStr, model_validator
 
 from extender.errors import BadRequest, TooLarge
-from extender.serving.limits import MAX_ERROR_CHARS, MAX_NODES, MAX_VICTIMS_PER_NODE
+from extender.limits import MAX_ERROR_CHARS, MAX_NODES, MAX_VICTIMS_PER_NODE
 from extender.state import kube
 
 _INT64 = range(-(2**63), 2**63)
