@@ -219,7 +219,8 @@ def _two_tenant_nodes(rng: random.Random):
 def test_the_swap_pass_never_makes_the_answer_costlier_than_the_greedy_sets(seed):
     rules, v, preemptor = _two_tenant_nodes(random.Random(seed))
     decision = decide(view=v, preemptor=preemptor, proposals=proposals(n1=[], n2=[]), rules=rules)
-    screen = tenancy.screen(standing=tenancy.assess(rules, v, pending=(preemptor,)), view=v, preemptor=preemptor)
+    standing = tenancy.with_in_flight(tenancy.assess(rules, v, pending=(preemptor,)), v, ())
+    screen = tenancy.screen(standing=standing, view=v, preemptor=preemptor)
     greedy = [
         s for n in ("n1", "n2")
         if isinstance(s := select_victims(node=v.nodes[n], request=Request(preemptor, v.budgets_covering, screen=screen, homes=homes.of(v)), reservations=(), swap=False), VictimSelection)

@@ -132,7 +132,7 @@ SIBLINGS = Rules(queues=(PROD, TEST))
 
 def select(rules, pods, preemptor, *, nodes=None, classes=()):
     v = view(nodes or [node("n1", cpu=8)], [*pods, preemptor], classes=classes)
-    standing = tenancy.assess(rules, v)
+    standing = tenancy.with_in_flight(tenancy.assess(rules, v), v, ())
     screen = tenancy.screen(standing=standing, view=v, preemptor=preemptor)
     return select_victims(node=v.nodes["n1"], request=Request(preemptor, v.budgets_covering, screen=screen), reservations=())
 
