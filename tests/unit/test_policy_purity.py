@@ -21,7 +21,7 @@ def imports(path: Path) -> set[str]:
 
 
 def test_policy_imports_only_stdlib_and_itself():
-    files = sorted(POLICY.glob("*.py"))
+    files = sorted(POLICY.rglob("*.py"))
     assert len(files) > 5
     for path in files:
         for module in imports(path):
