@@ -21,7 +21,7 @@ from operator import itemgetter
 from typing import Any, ClassVar
 
 from policy import criteria
-from policy.criteria import (  # noqa: F401  (re-exported: the criteria by name)
+from policy.criteria import (
     BROKEN_GANGS,
     BURSTABLE,
     BY_NAME,
@@ -41,9 +41,15 @@ from policy.criteria import (  # noqa: F401  (re-exported: the criteria by name)
     Reach,
     Unit,
 )
-from policy.criteria.priority_sum import SHIFT  # noqa: F401
+from policy.criteria.priority_sum import SHIFT
 from policy.model import Pod
 
+# The criteria by name, with the rest of the ranking's vocabulary.
+__all__ = [
+    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "DEFAULT", "GUARANTEED", "HOMELESS", "MOVABLE", "OPTED_OUT",
+    "PDB_VIOLATIONS", "PRIORITY_SUM", "SHIFT", "START", "TOP_PRIORITY", "VICTIMS", "Cost", "Criterion", "Facts",
+    "Layout", "Order", "Reach", "best",
+]
 
 class Layout:
     """Criteria by position in a key (policy.stock's upstream key has a layout of its own)."""

@@ -1,0 +1,92 @@
+"""The preempt verb's decision: which candidate nodes to offer, and which victims on each.
+
+decide() (here) runs the package's modules in order: eligibility (may the pod preempt at all),
+request (what every later step reads, gathered once), search (the candidates, best-first),
+candidate (one node's outcome), held (the room nominations and answers in flight hold there)
+and answer (the node offered). decision holds the types decide() returns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from policy import gangs, homes, ranking, victims
+from policy.causes import Refusal
+from policy.model import InFlight, Pod
+from policy.pdb import less_spent
+from policy.preempt.answer import defers, offer
+from policy.preempt.decision import SETTLE_SECONDS, NodeOutcome, PreemptDecision, Proposal, Verdict
+from policy.preempt.eligibility import ineligible, under_rules
+from policy.preempt.request import Request
+from policy.preempt.search import outcomes_by_node
+from policy.tenancy import Rules, Standing
+from policy.view import ClusterView
+
+__all__ = ["SETTLE_SECONDS", "NodeOutcome", "PreemptDecision", "Proposal", "Verdict", "decide"]
+
+
+def decide(
+    *,
+    view: ClusterView,
+    preemptor: Pod,
+    proposals: Mapping[str, Proposal],
+    rules: Rules | None = None,
+    standing: Standing | None = None,
+    in_flight: Sequence[InFlight] = (),
+    now: float | None = None,
+    exhaustive: bool = False,
+    order: ranking.Order = ranking.DEFAULT,
+) -> PreemptDecision:
+    """Re-derive victims on each candidate node, drop hopeless nodes, offer the cheapest one.
+
+    ``in_flight`` are earlier answers the view may not show yet: their victims count as gone
+    and are never named again, their preemptors hold room on their nodes. Exactly one node is
+    offered (the first of exact ties), so that the answer recorded in flight is the one the
+    scheduler carries out.
+
+    The scheduler's cache is at least as fresh as reprieve's view for everything it did
+    itself, so its proposal sets the floor: a node or victim UID reprieve does not know is
+    passed through untouched; where the proposal shows the scheduler sees less room than
+    reprieve (one of its victims could stay in reprieve's view), reprieve's victims free at
+    least as much as the scheduler's; and reprieve names only pods the scheduler can resolve
+    (no terminating pod and no pod bound less than SETTLE_SECONDS before ``now`` unless the
+    scheduler proposed it). If the preemptor has constraints reprieve does not model
+    (policy.model), or a pod on the node has required anti-affinity that may be what blocks
+    the preemptor, the scheduler's own victims are kept for that node and only their
+    PodDisruptionBudget violations recounted (and the node dropped if the rules protect one).
+
+    With ``rules`` (policy.tenancy), victims are chosen only among the pods the rules allow,
+    and a preemptor still inside its preemption delay (measured against ``now``, seconds
+    since the epoch) may not preempt yet. ``standing`` is ``tenancy.assess(rules, view)``,
+    passed in when the caller keeps it for many decisions over the same view. ``order`` ranks
+    victim sets and nodes (policy.ranking; a policy file may reorder it).
+    """
+    # Not its own earlier answer, nor one for an earlier pod of its name: the API server holds
+    # one pod per name, so that one was deleted (policy.view.ClusterView.reservations).
+    in_flight = tuple(f for f in in_flight if f.preemptor.key != preemptor.key)
+    refusal, why = ineligible(view, preemptor, in_flight)
+    screen = None
+    if rules is not None and refusal is Refusal.NONE:
+        refusal, why, screen = under_rules(rules, standing, view, preemptor, in_flight, now)
+    if refusal is not Refusal.NONE:
+        return PreemptDecision(answer={}, outcomes=(), reasons=(why,), refusal=refusal)
+
+    # Victims of answers in flight still run in the view: their gangs can spare that many
+    # fewer, and their budgets allow that many fewer disruptions (the status has not counted
+    # them yet).
+    gang_of = gangs.less_taken(view.gang_of, (v for f in in_flight for v in f.victims))
+    budgets = less_spent(view.budgets_covering, (v for f in in_flight for v in f.victims))
+    where = homes.of(view)
+    request = Request(
+        view=view, preemptor=preemptor, proposals=proposals, in_flight=in_flight, screen=screen, now=now,
+        order=order, exhaustive=exhaustive, gang_of=gang_of, budgets=budgets, homes=where,
+        choosing=victims.Request(preemptor, budgets, screen, gang_of, order, where),
+    )
+    outcomes = outcomes_by_node(request)
+    answer, reasons = offer(request, outcomes)
+    deferring = defers(request, answer, outcomes)
+    if deferring:
+        reasons = [
+            "every node reprieve could offer needs victims on other nodes too (a victim unit spanning "
+            "nodes), which an answer cannot name: the scheduler's own choice stands"
+        ]
+    return PreemptDecision(answer=answer, outcomes=tuple(outcomes.values()), reasons=tuple(reasons), defers=deferring)

@@ -1,0 +1,91 @@
+"""The answer to the scheduler: one node offered (the cheapest reprieve judged, else the
+scheduler's own best among those passed through), or none, and whether reprieve defers."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from policy import ranking
+from policy.causes import Cause
+from policy.preempt.decision import NodeOutcome, Proposal, Verdict
+from policy.preempt.request import Request
+
+
+def offer(request: Request, outcomes: dict[str, NodeOutcome]) -> tuple[dict[str, Proposal], list[str]]:
+    """One node: the cheapest reprieve judged (the first of exact ties), else the scheduler's
+    own best among the nodes passed through (fewest PDB violations, then name). The others
+    are marked outranked. None at all when the pod fits somewhere once pods already
+    terminating there are gone: no eviction is cheaper than waiting for them."""
+    waiting = sorted(n for n, o in outcomes.items() if o.verdict is Verdict.DROPPED and o.cause is Cause.LEAVING)
+    if waiting:
+        # Evicting anyone anywhere costs more than waiting: the scheduler retries the pod when
+        # the terminating pods are deleted, and it fits then.
+        why = f"the pod fits on {waiting[0]} once the pods terminating there are gone: it waits for them"
+        for name, outcome in outcomes.items():
+            if outcome.cost is not None or outcome.verdict is Verdict.PASSED_THROUGH:
+                outcomes[name] = dataclasses.replace(
+                    outcome, verdict=Verdict.OUTRANKED, reasons=(*outcome.reasons, f"not offered: {why}")
+                )
+        return {}, [f"evicts no one: {why}"]
+    costs = {n: o.cost for n, o in outcomes.items() if o.cost is not None}
+    answers = {n: _as_answered(request.proposals[n], o) for n, o in outcomes.items() if o.verdict is Verdict.PASSED_THROUGH}
+    passed = sorted(answers, key=lambda n: (answers[n].num_pdb_violations, n))
+    ties = ranking.best(costs)
+    reasons: list[str] = []
+    if ties:
+        chosen = ties[0]
+        winner = costs[chosen]
+        reasons.append(f"chose {chosen}: {winner.describe()}")
+        if len(ties) > 1:
+            reasons.append(f"{', '.join(ties)} tie; only {chosen} is offered, so that the victims in flight stay known")
+        for name, c in costs.items():
+            if name != chosen:
+                outcomes[name] = dataclasses.replace(
+                    outcomes[name], verdict=Verdict.OUTRANKED, reasons=(*outcomes[name].reasons, _not_chosen(c, winner, chosen))
+                )
+        why_not = f"not offered: reprieve offers {chosen}, which it could judge"
+    elif passed:
+        chosen = passed[0]
+        reasons.append(f"chose {chosen}, unjudged: the scheduler's own victims on the node it ranks first")
+        why_not = f"not offered: the scheduler ranks {chosen} first"
+    else:
+        return {}, ["no candidate node can make room for the pod"]
+    for name in passed:
+        if name != chosen:
+            outcomes[name] = dataclasses.replace(
+                outcomes[name], verdict=Verdict.OUTRANKED, reasons=(*outcomes[name].reasons, why_not)
+            )
+    outcome = outcomes[chosen]
+    if outcome.verdict is Verdict.PASSED_THROUGH:
+        return {chosen: answers[chosen]}, reasons
+    outcomes[chosen] = dataclasses.replace(outcome, verdict=Verdict.CHOSEN)
+    return {chosen: Proposal(tuple(p.uid for p in outcome.victims), outcome.violations.count)}, reasons
+
+
+def defers(request: Request, answer: dict[str, Proposal], outcomes: dict[str, NodeOutcome]) -> bool:
+    """No node is offered, and the scheduler's own choice should stand (PreemptDecision.defers).
+
+    Deferring hands every candidate back to the scheduler's own choice: only where that choice
+    can break nothing reprieve knows (no rules to check, no victim promised to another answer)
+    and every candidate is a unit reprieve cannot name."""
+    promised = {v.uid for f in request.in_flight for v in f.victims}
+    return (
+        not answer
+        and request.screen is None
+        and all(o.cause is Cause.VICTIMS_ELSEWHERE for o in outcomes.values())
+        and not any(uid in promised for p in request.proposals.values() for uid in p.uids)
+    )
+
+
+def _as_answered(proposal: Proposal, outcome: NodeOutcome) -> Proposal:
+    """A node passed through: as the scheduler proposed it, with reprieve's count of its
+    violations where it knows the victims (the scheduler's view of the node newer)."""
+    if outcome.kept_scheduler_victims:
+        return Proposal(proposal.uids, outcome.violations.count)
+    return proposal
+
+
+def _not_chosen(cost: ranking.Cost, winner: ranking.Cost, chosen: str) -> str:
+    if cost.key == winner.key:
+        return f"not chosen: ties with {chosen}, which is offered alone"
+    return f"not chosen: {cost.versus(winner)} on {chosen}"

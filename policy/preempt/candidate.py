@@ -1,0 +1,332 @@
+"""One candidate node's outcome: reprieve's own victims where it can choose them, else the
+scheduler's kept, the node passed through as proposed, or dropped, each with its reasons."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+from policy import homes, ranking, tenancy
+from policy.causes import Cause
+from policy.criteria import Facts
+from policy.model import POD_ANTI_AFFINITY, Pod
+
+from policy.preempt.decision import SETTLE_SECONDS, NodeOutcome, Proposal, Verdict
+from policy.preempt.held import (
+    Here, freed, maybe_assumed, promised_on, records_here, room_after, scheduler_sees_less,
+)
+from policy.preempt.request import Request
+from policy.resources import Vector
+from policy.victims import NodeRejected, VictimSelection, select_victims
+from policy.view import ClusterView, NodeInfo, known_to_scheduler
+
+
+def evaluate(request: Request, name: str, swap: bool = False) -> NodeOutcome:
+    """Candidate ``name``'s outcome (with policy.exact's swap pass if ``swap``), as the rules
+    allow it if there are any."""
+    outcome = _judged(request, name, swap)
+    if request.screen is not None and outcome.verdict is Verdict.PASSED_THROUGH and not outcome.kept_scheduler_victims:
+        # The rules cannot be checked on victims reprieve does not know: not offered.
+        outcome = dataclasses.replace(
+            outcome, verdict=Verdict.DROPPED, reasons=(*outcome.reasons, "with a policy, not offered unjudged")
+        )
+    return outcome
+
+
+def _judged(request: Request, name: str, swap: bool) -> NodeOutcome:
+    """The node's outcome in three steps: as proposed where reprieve cannot resolve the node or
+    the scheduler's victims on it (_unresolved); the scheduler's victims kept where reprieve
+    does not model what may block the pod (_unmodelled_here); else victims of reprieve's own
+    choosing (_selected)."""
+    view = request.view
+    node = view.nodes.get(name)
+    if node is None:
+        return NodeOutcome(name, Verdict.PASSED_THROUGH, Cause.UNKNOWN_NODE, reasons=("node unknown to reprieve",))
+    on_node = {p.uid: p for p in node.pods}
+    proposal = request.proposals[name]
+    unresolved = _unresolved(view, name, proposal, on_node)
+    if unresolved is not None:
+        return unresolved
+    proposed = [on_node[uid] for uid in proposal.uids]
+    unmodelled = _unmodelled(view, request.preemptor, node)
+    if unmodelled:
+        return _unmodelled_here(request, name, proposed, unmodelled)
+    return _selected(request, name, node, proposed, swap)
+
+
+def _unresolved(view: ClusterView, name: str, proposal: Proposal, on_node: dict[str, Pod]) -> NodeOutcome | None:
+    """The outcome of a node whose proposal names pods reprieve does not see on it: dropped if
+    some are bound to other nodes (one victim unit spanning nodes), passed through if unknown
+    (the scheduler's view is fresher). None if every proposed victim is on the node."""
+    elsewhere = [view.pods[uid] for uid in proposal.uids if uid not in on_node and _bound_elsewhere(view, uid, name)]
+    if elsewhere:
+        # kube-scheduler 1.37 lists every member of a PodGroup with disruptionMode all under the
+        # node it dry-ran, members on other nodes included, yet resolves an answer's UIDs on
+        # that node only: the node cannot be answered, and naming only its own members would
+        # break the group.
+        return NodeOutcome(
+            name,
+            Verdict.DROPPED,
+            Cause.VICTIMS_ELSEWHERE,
+            victims=tuple(elsewhere),
+            reasons=(
+                f"the scheduler's victims include {_keys(elsewhere)} on other nodes, one victim unit with those "
+                "here: an answer names only this node's pods, and naming fewer would break the unit",
+            ),
+        )
+    unknown = [uid for uid in proposal.uids if uid not in on_node]
+    if unknown:
+        # The scheduler sees pods here that reprieve does not: its view of the node is fresher.
+        return NodeOutcome(
+            name,
+            Verdict.PASSED_THROUGH,
+            Cause.UNKNOWN_VICTIM,
+            reasons=(f"victim UID(s) {', '.join(unknown)} unknown to reprieve on this node",),
+        )
+    return None
+
+
+def _unmodelled_here(request: Request, name: str, proposed: list[Pod], unmodelled: str) -> NodeOutcome:
+    """Where reprieve does not model what may block the pod (``unmodelled``): the scheduler's
+    victims kept, or the node dropped if it proposed none or one already goes for another
+    answer in flight."""
+    if not proposed:
+        return NodeOutcome(
+            name, Verdict.DROPPED, Cause.UNMODELLED,
+            reasons=(f"no victims proposed, and reprieve cannot choose them: {unmodelled}",),
+        )
+    # The scheduler's victims are kept; those promised to an earlier answer free nothing:
+    # their room is already another preemptor's.
+    promised = promised_on(request.in_flight, name, request.preemptor)
+    taken = sorted(p.key for p in proposed if p.uid in promised)
+    if taken:
+        return _already_promised(name, taken)
+    return _keep_scheduler_victims(request, name, proposed, Cause.UNMODELLED, unmodelled)
+
+
+def _selected(request: Request, name: str, node: NodeInfo, as_proposed: list[Pod], swap: bool) -> NodeOutcome:
+    """Victims of reprieve's own choosing, on the node as the records holding room leave it
+    (records_here): chosen by policy.victims (_selection); where even every lower-priority pod
+    gone makes no room, _no_room_here; where no live pod need go, _no_victims."""
+    here = records_here(request.view, node, request.preemptor, request.in_flight, as_proposed)
+    on = {p.uid for p in here.node.pods}
+    proposed = [p for p in as_proposed if p.uid in on]  # promised ones are gone, unless terminating
+    selection, at_least = _selection(request, here, as_proposed, proposed, swap)
+    if isinstance(selection, NodeRejected):
+        if selection.cause is Cause.DOES_NOT_FIT:
+            return _no_room_here(request, name, selection, here, as_proposed, proposed)
+        return NodeOutcome(name, Verdict.DROPPED, selection.cause, reasons=(selection.reason,))
+    if not selection.victims:
+        return _no_victims(request, name, here, as_proposed)
+    cause, reasons = Cause.NONE, selection.reasons
+    if here.set_aside:
+        cause = Cause.SCHEDULER_NEWER
+        reasons = (
+            f"room held for nominated {_keys(here.set_aside)} set aside: the scheduler's own victims make room "
+            "here only without it, so the scheduler no longer holds it (reprieve's record is older)",
+            *reasons,
+        )
+    elif at_least is not None:
+        cause = Cause.SCHEDULER_SEES_LESS
+    return NodeOutcome(
+        name,
+        Verdict.CHOSEN,
+        cause,
+        victims=selection.victims,
+        violations=selection.violations,
+        cost=selection.cost,
+        reasons=reasons,
+        broken=selection.broken,
+    )
+
+
+def _selection(
+    request: Request, here: Here, as_proposed: list[Pod], proposed: list[Pod], swap: bool
+) -> tuple[VictimSelection | NodeRejected, Vector | None]:
+    """policy.victims' selection on the node as ``here`` leaves it, naming only pods the
+    scheduler can resolve (_nameable), and the least its victims must free (None: no floor).
+    The floor is what the scheduler's victims free where its proposal shows it sees less room
+    (scheduler_sees_less), where it has moved past a holder (set aside), where a pod it may
+    have assumed here is nominated (maybe_assumed), or where evicting no one would count on
+    room its own preemptions free."""
+    node, reservations, promised, set_aside = here
+    preemptor = request.preemptor
+    at_least = scheduler_sees_less(node, preemptor, reservations, proposed, promised)
+    if at_least is None and (set_aside or maybe_assumed(request.view, node.name, preemptor)):
+        at_least = freed(proposed, promised)
+    nameable = _nameable({p.uid for p in proposed if p.uid not in promised}, request.now)
+    selection = _select(request, here, nameable, at_least, swap)
+    if (
+        isinstance(selection, VictimSelection) and not selection.victims and as_proposed
+        and any(p.terminating and p.preempted and p.priority < preemptor.priority for p in node.pods)
+    ):
+        # Waiting would count on room the scheduler's own preemptions free: it has seen those
+        # pods (and may have seen them go, and something else take their room); its victims are
+        # the floor, as where the proposal shows it sees less room.
+        at_least = freed(proposed, promised)
+        selection = _select(request, here, nameable, at_least, swap)
+    return selection, at_least
+
+
+def _select(
+    request: Request, here: Here, nameable: Callable[[Pod], bool], at_least: Vector | None, swap: bool
+) -> VictimSelection | NodeRejected:
+    """policy.victims.select_victims on the node as ``here`` leaves it: the one call."""
+    return select_victims(
+        node=here.node, request=request.choosing, reservations=here.reservations, nameable=nameable,
+        at_least=at_least, swap=swap,
+    )
+
+
+def _no_victims(request: Request, name: str, here: Here, as_proposed: list[Pod]) -> NodeOutcome:
+    """A node where the pod fits with no live pod evicted: dropped, as one another extender's
+    filter rejected (proposed with no victims) or as one where the pod fits once the pods
+    terminating here are gone (Cause.LEAVING: the pod waits for them); unless it fits only once
+    victims promised to an earlier answer go, which the view does not show: the scheduler's
+    victims are kept."""
+    if not as_proposed:
+        # kube-scheduler 1.38 proposes nodes its own filters pass, with no victims, when an
+        # extender's filter rejected them: the pod fits there in the scheduler's view, and in
+        # reprieve's too (or once pods the scheduler has already seen go are gone).
+        return NodeOutcome(
+            name, Verdict.DROPPED, Cause.NOTHING_TO_EVICT,
+            reasons=("proposed with no victims, and the pod fits here in reprieve's view: "
+                     "another extender's filter rejected the node, for a reason reprieve does not know",),
+        )
+    node, reservations, promised, _ = here
+    preemptor = request.preemptor
+    staying = [p for p in request.view.nodes[name].pods if p.uid in promised and not p.terminating]
+    if staying and room_after(_with(node, staying), preemptor, reservations, _leaving(node, preemptor)) is None:
+        # The pod fits only once victims promised to an earlier answer go, and the view
+        # does not show them going: that answer's preemptor may be gone, its victims never
+        # deleted, and waiting would then be for nothing. The scheduler's victims are kept
+        # (naming again one already going costs nothing).
+        why = f"fits once {_keys(staying)} go for an earlier answer, which the view does not show yet"
+        return _keep_scheduler_victims(request, name, as_proposed, Cause.IN_FLIGHT, why)
+    return NodeOutcome(
+        name, Verdict.DROPPED, Cause.LEAVING, reasons=("fits once the pods terminating here are gone",)
+    )
+
+
+def _no_room_here(
+    request: Request, name: str, rejected: NodeRejected, here: Here, as_proposed: list[Pod], proposed: list[Pod]
+) -> NodeOutcome:
+    """A proposed node where reprieve finds no room even with every lower-priority pod gone.
+
+    The scheduler found room here with its own victims. Where they would make room in
+    reprieve's view too but for room held for nominations the scheduler cannot know (another
+    scheduler's pods), those are what stand in the way: a reason of reprieve's own, and the
+    node is dropped. Otherwise reprieve's view of the node is older than the scheduler's (a
+    pod gone that it still shows, a nomination cleared): dropping the node would rest on that
+    older record and could leave the preemptor pending where the scheduler would place it, so
+    the scheduler's victims are kept as it proposed them (unless the rules protect one, or one
+    already goes for another answer in flight)."""
+    node, reservations, promised, preemptor = here.node, here.reservations, here.promised, request.preemptor
+    others = [h for h in reservations if not known_to_scheduler(h, preemptor)]
+    if not as_proposed or (others and room_after(node, preemptor, (), proposed) is not None):
+        held = f"; room held for {_keys(others)}, nominated by another scheduler" if others else ""
+        return NodeOutcome(name, Verdict.DROPPED, rejected.cause, reasons=(rejected.reason + held,))
+    taken = sorted(p.key for p in as_proposed if p.uid in promised)
+    if taken:
+        return _already_promised(name, taken)
+    why = f"the scheduler's view of the node is newer than reprieve's, whose own finding was: {rejected.reason}"
+    kept = _keep_scheduler_victims(request, name, as_proposed, Cause.SCHEDULER_NEWER, why)
+    if kept.verdict is Verdict.DROPPED:
+        return kept
+    # Not ranked with the nodes reprieve could judge: offered only if none of them can be.
+    return dataclasses.replace(kept, verdict=Verdict.PASSED_THROUGH, cost=None)
+
+
+def _keep_scheduler_victims(request: Request, name: str, victims: list[Pod], cause: Cause, why: str) -> NodeOutcome:
+    """The scheduler's victims, unless the rules protect one of them: reprieve cannot choose
+    others here, so the node is dropped."""
+    screen = request.screen
+    opted_out = []
+    if screen is not None:
+        for pod in victims:
+            judgement, reason = screen.judge(pod)
+            if judgement is tenancy.Judgement.PROTECTED:
+                return NodeOutcome(
+                    name, Verdict.DROPPED, Cause.PROTECTED, reasons=(f"{why}; but {pod.key} is protected: {reason}",)
+                )
+            if judgement is tenancy.Judgement.LAST_RESORT:
+                opted_out.append(pod.uid)
+        short = screen.over_share(victims)
+        if short:
+            return NodeOutcome(name, Verdict.DROPPED, Cause.QUEUE_SHARE, reasons=(f"{why}; but {short}",))
+    homeless = homes.homeless(victims, request.homes, node=name)
+    no_home = frozenset(p.uid for p in victims if not p.terminating and request.homes.home(p, excluding=name) is None)
+    # The one Order.cost outside policy.victims: victims reprieve did not choose.
+    cost = request.order.cost(victims, Facts(request.budgets, request.gang_of, frozenset(opted_out), no_home))
+    violations, broken = cost.detail(ranking.PDB_VIOLATIONS), cost.detail(ranking.BROKEN_GANGS)
+    return NodeOutcome(
+        name,
+        Verdict.CHOSEN,
+        cause,
+        victims=tuple(victims),
+        violations=violations,
+        cost=cost,
+        kept_scheduler_victims=True,
+        reasons=(
+            f"kept the scheduler's victims: {why}", violations.describe(),
+            *((broken.describe(),) if broken.count else ()),
+            *((homeless.describe(),) if homeless.count else ()),
+        ),
+        broken=broken,
+    )
+
+
+def _nameable(proposed: set[str], now: float | None) -> Callable[[Pod], bool]:
+    """Pods an answer may name: the scheduler must find each on the node in the snapshot of
+    its current cycle, or it rejects the whole answer."""
+    settled = None if now is None else now - SETTLE_SECONDS
+
+    def nameable(pod: Pod) -> bool:
+        if pod.uid in proposed:
+            return True
+        if pod.terminating:
+            return False  # may be gone from the scheduler's snapshot; leaving anyway
+        return settled is None or pod.bound_at is None or pod.bound_at <= settled
+
+    return nameable
+
+
+def _unmodelled(view: ClusterView, preemptor: Pod, node: NodeInfo) -> str:
+    if preemptor.unmodelled:
+        return f"the pod uses {', '.join(preemptor.unmodelled)}, which reprieve does not model"
+    blockers = view.summary(("anti-affinity",), anti_affinity)(node.name)
+    if blockers:
+        return f"{', '.join(blockers)} on the node have required anti-affinity"
+    return ""
+
+
+def anti_affinity(node: NodeInfo, _: tuple) -> tuple[str, ...]:
+    """The pods on the node with required anti-affinity, sorted (kept with the view)."""
+    return tuple(sorted(p.key for p in node.pods if POD_ANTI_AFFINITY in p.unmodelled))
+
+
+def _bound_elsewhere(view: ClusterView, uid: str, name: str) -> bool:
+    pod = view.pods.get(uid)
+    return pod is not None and pod.node_name is not None and pod.node_name != name
+
+
+def _already_promised(name: str, promised: list[str]) -> NodeOutcome:
+    return NodeOutcome(
+        name,
+        Verdict.DROPPED,
+        Cause.IN_FLIGHT,
+        reasons=(f"the scheduler's victims {', '.join(promised)} already go for another preemption",),
+    )
+
+
+def _keys(pods: Sequence[Pod]) -> str:
+    return ", ".join(sorted(p.key for p in pods))
+
+
+def _with(node: NodeInfo, pods: Sequence[Pod]) -> NodeInfo:
+    return NodeInfo.build(node.node, (*node.pods, *pods))
+
+
+def _leaving(node: NodeInfo, preemptor: Pod) -> list[Pod]:
+    """The lower-priority pods already terminating on ``node``: their room comes free anyway."""
+    return [p for p in node.pods if p.terminating and p.priority < preemptor.priority]

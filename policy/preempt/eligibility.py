@@ -1,0 +1,82 @@
+"""Who may preempt at all: not a pod whose preemptionPolicy is Never, nor one nominated where the
+pods already terminating will make its room (it waits for them), nor, under a policy's rules, one
+still inside its preemption delay."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from policy import resources, tenancy
+from policy.causes import Refusal
+from policy.model import InFlight, Pod
+from policy.preempt.held import as_it_will_be
+from policy.tenancy import Rules, Standing
+from policy.view import ClusterView
+
+
+def ineligible(view: ClusterView, preemptor: Pod, in_flight: Sequence[InFlight]) -> tuple[Refusal, str]:
+    """preemptionPolicy Never; or nominated to a node where lower-priority pods are leaving
+    and their room, once free, is enough for the preemptor: it waits for them.
+
+    Upstream waits whenever such a pod is terminating because of preemption, and checks that
+    before it asks the extender: asked, the scheduler has judged that no pod it preempted is
+    still terminating there (in its view, never behind reprieve's on its own deletions). So
+    pods marked preempted (DisruptionTarget) are left to that judgement: waiting for them where
+    the scheduler has already seen them go would leave the preemptor pending, with no deletion
+    left to wake it. reprieve also waits for pods terminating for other reasons (deleted by a
+    person or a controller), which upstream does not, if their room will be the preemptor's:
+    pods nominated there that outrank it (or, at equal priority, were created first) and
+    answers in flight hold it first. A preemptor whose room was taken by another may preempt
+    again at once instead of waiting for nothing.
+    """
+    if preemptor.preemption_never:
+        return Refusal.NEVER, "preemptionPolicy is Never"
+    nominated = view.nodes.get(preemptor.nominated_node_name or "")
+    if nominated is None:
+        return Refusal.NONE, ""
+    leaving = [p for p in nominated.pods if p.terminating and not p.preempted and p.priority < preemptor.priority]
+    if not leaving:
+        return Refusal.NONE, ""
+    holders = [
+        p for p in view.nominated.get(nominated.name, ())
+        if p.uid != preemptor.uid and _claim(p) > _claim(preemptor)
+    ]
+    node, holders = as_it_will_be(view, nominated, tuple(holders), preemptor, in_flight)
+    # A pod the scheduler preempted frees no room the preemptor may count on: asked, the
+    # scheduler has seen it go, and whatever it sees in its room instead, reprieve may not.
+    staying = [p for p in node.pods if not p.terminating or p.preempted]
+    used = resources.add(*(p.requests for p in staying), *(p.requests for p in holders))
+    if resources.shortfalls(request=preemptor.requests, allocatable=node.node.allocatable, used=used):
+        return Refusal.NONE, ""  # preempting again is the only way: see the node's reasons
+    names = ", ".join(sorted(p.key for p in leaving))
+    return Refusal.VICTIMS_TERMINATING, (
+        f"already nominated to {nominated.name}, where lower-priority {names} are terminating; waiting for them"
+    )
+
+
+def _claim(pod: Pod) -> tuple:
+    """Who gets room first among pods nominated to one node: the higher priority, then the
+    earlier creation, then namespace/name (a total order, so two pods never both wait)."""
+    return (pod.priority, -(pod.created or 0), pod.key)
+
+
+def under_rules(
+    rules: Rules,
+    standing: Standing | None,
+    view: ClusterView,
+    preemptor: Pod,
+    in_flight: Sequence[InFlight],
+    now: float | None,
+) -> tuple[Refusal, str, tenancy.Screen | None]:
+    """A preemptor still inside its preemption delay is refused (Refusal.DELAY); any other gets
+    the rules' screen of its victims (policy.tenancy), with the queues' usage counting it and
+    the answers in flight."""
+    if standing is None:
+        standing = tenancy.assess(rules, view, pending=(preemptor,))
+    elif preemptor.uid not in standing.membership:
+        standing = tenancy.with_pending(standing, (preemptor,))
+    standing = tenancy.with_in_flight(standing, view, in_flight)
+    wait = tenancy.delay_left(rules=rules, standing=standing, preemptor=preemptor, now=now)
+    if wait > 0:
+        return Refusal.DELAY, f"pending for less than its preemption delay: {wait:.0f}s to go", None
+    return Refusal.NONE, "", tenancy.screen(standing=standing, view=view, preemptor=preemptor)

@@ -1,0 +1,33 @@
+"""One preempt request as every step of the decision reads it, gathered once by decide()."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from policy import gangs, homes, ranking, tenancy, victims
+from policy.model import InFlight, Pod
+from policy.pdb import BudgetsOf
+from policy.preempt.decision import Proposal
+from policy.view import ClusterView
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A preemptor allowed to preempt, its candidates and what judges their victims; the same
+    for every candidate node, so each step takes it whole."""
+
+    view: ClusterView
+    preemptor: Pod
+    proposals: Mapping[str, Proposal]  # the scheduler's, by candidate node
+    in_flight: tuple[InFlight, ...]  # earlier answers, none of them the preemptor's own
+    screen: tenancy.Screen | None  # the rules' judgement of each victim; None without rules
+    now: float | None  # seconds since the epoch (policy.preempt.candidate._nameable)
+    order: ranking.Order  # ranks victim sets and nodes
+    exhaustive: bool  # every candidate solved, no lower bounds (policy.preempt.search)
+    # The gangs and budgets as answers in flight leave them: their victims still run in the
+    # view (decide).
+    gang_of: gangs.GangOf
+    budgets: BudgetsOf
+    homes: homes.Homes  # homes.of(view)
+    choosing: victims.Request  # what policy.victims needs of it, the same for every node

@@ -1,0 +1,136 @@
+"""The search across candidate nodes: solved best-first from their lower bounds (policy.bounds)
+while they can still win, policy.exact's swap pass on the node to be offered, and the nodes left
+unsolved marked with why they cannot win."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from policy import bounds, ranking
+from policy.causes import Cause
+from policy.preempt.candidate import anti_affinity, evaluate
+from policy.preempt.decision import NodeOutcome, Proposal, Verdict
+from policy.preempt.held import holds_against, records_here
+from policy.preempt.request import Request
+
+
+def outcomes_by_node(request: Request) -> dict[str, NodeOutcome]:
+    """Every candidate's outcome, by name in sorted order: the nodes solved (_judge), the one
+    to be offered with the swap pass (_swap_on_offered), and the nodes left unsolved outranked
+    by the cheapest solved (_unsolved)."""
+    outcomes, beaten = _judge(request)
+    _swap_on_offered(request, outcomes)
+    if beaten:
+        winner = min((o for o in outcomes.values() if o.cost is not None), key=lambda o: (o.cost.key, o.node))
+        unsolved = _unsolved(winner)
+        outcomes.update((name, unsolved(name, floor)) for floor, name in beaten)
+    return {name: outcomes[name] for name in sorted(request.proposals)}
+
+
+def _judge(request: Request) -> tuple[dict[str, NodeOutcome], list[tuple[tuple, str]]]:
+    """The outcomes of the candidates solved, by name, and (floor, name) of those left
+    unsolved. Nodes with a cheap lower bound on their cost (policy.bounds) are solved
+    best-first, and only while they can still win: a node is left unsolved when its bound is
+    above the cheapest cost solved so far, or equal to it with a name that sorts after that
+    node's (exact ties go to the first name), unless it needs no live victim. The node offered
+    is always solved, so the answer is the one ``exhaustive`` (every node solved) gives; only
+    exact ties of it may be left unsolved (on identical nodes, all of them)."""
+    floors: list[tuple[tuple, str]] = []
+    solved: dict[str, NodeOutcome] = {}
+    floors_of = None if request.exhaustive else bounds.Floors(
+        request.view, request.preemptor, request.order, request.homes
+    )
+    floor_of = None if floors_of is None else _floors(request, floors_of)
+    for name, proposal in request.proposals.items():
+        floor = None if floor_of is None else floor_of(name, proposal)
+        if floor is None or floor is bounds.NO_ROOM:
+            solved[name] = evaluate(request, name)  # cheap or exceptional: solved at once
+        else:
+            floors.append((floor, name))
+    best = min(((o.cost.key, n) for n, o in solved.items() if o.cost is not None), default=None)
+    floors.sort()
+    for i, (floor, name) in enumerate(floors):
+        # A node that needs no live victim may be one where the pod only waits for pods
+        # already terminating (Cause.LEAVING), which overrides every cost: always solved.
+        if best is not None and (floor, name) > best and floor is not floors_of.free:  # floors: not exhaustive
+            return solved, floors[i:]
+        outcome = solved[name] = evaluate(request, name)
+        if outcome.cost is not None and (best is None or (outcome.cost.key, name) < best):
+            best = (outcome.cost.key, name)
+    return solved, []
+
+
+def _swap_on_offered(request: Request, outcomes: dict[str, NodeOutcome]) -> None:
+    """Run policy.exact's swap pass on the node policy.preempt.answer will offer, and on no
+    other. Its result is kept only if it costs no more (a swapped set the rules refuse falls
+    back to a dearer one), so that node stays the cheapest; on a node with many
+    lower-priority pods it costs more than the rest of the node's selection, and running it on
+    every candidate made a 500-candidate preemption several times slower. The price: a node
+    whose greedy victims cost more than the offered node's, but whose swapped victims would
+    have cost less, is not found. Every candidate still costs no more than stock's victims on
+    it (upstream's order is one of the greedy orders)."""
+    if any(o.verdict is Verdict.DROPPED and o.cause is Cause.LEAVING for o in outcomes.values()):
+        return  # nothing is offered: the pod waits for pods already terminating
+    ties = ranking.best({n: o.cost for n, o in outcomes.items() if o.cost is not None})
+    if ties:
+        before, after = outcomes[ties[0]], evaluate(request, ties[0], swap=True)
+        if after.cost is not None and after.cost.key <= before.cost.key:  # never worse (the rules may refuse a swap)
+            outcomes[ties[0]] = after
+
+
+def _floors(request: Request, floor: bounds.Floors) -> Callable[[str, Proposal], tuple | None]:
+    """(node name, proposal) -> policy.bounds' floor for a node evaluate would run
+    select_victims on, as the view shows it or as answers in flight will leave it
+    (as_it_will_be), else None (unknown, or kept scheduler victims). Built once per request:
+    500 candidates each ask."""
+    view, preemptor, in_flight = request.view, request.preemptor, request.in_flight
+    changed = {f.node for f in in_flight if holds_against(f, preemptor)}
+    blockers = view.summary(("anti-affinity",), anti_affinity)  # candidate._unmodelled
+    nodes, pods, nominated = view.nodes, view.pods, view.nominated
+
+    def floor_of(name: str, proposal: Proposal) -> tuple | None:
+        node = nodes.get(name)
+        if node is None or preemptor.unmodelled or blockers(name):
+            return None
+        proposed = []
+        for uid in proposal.uids:
+            pod = pods.get(uid)
+            if pod is None or pod.node_name != name:
+                return None  # a victim unknown on this node: passed through
+            proposed.append(pod)
+        if name not in nominated and name not in changed:
+            return floor(node, ())
+        here = records_here(view, node, preemptor, in_flight, proposed)  # as evaluate holds them
+        return floor(here.node, here.reservations, kept_with_view=here.node is node)
+
+    return floor_of
+
+
+def _unsolved(winner: NodeOutcome) -> Callable[[str, tuple], NodeOutcome]:
+    """(name, floor) -> the outcome of a node not solved: even its lower bound costs more than
+    ``winner``'s victims, or as much, and ``winner``'s name sorts first. Up to 500 per request,
+    their bounds alike on this criterion: each reason is written once."""
+    written: dict[tuple, str] = {}
+    victims = winner.cost.layout.position(ranking.VICTIMS)
+
+    def outcome(name: str, floor: tuple) -> NodeOutcome:
+        step = next((i for i, (a, b) in enumerate(zip(floor, winner.cost.key)) if a != b), None)
+        # The text shows the floor on this criterion (and the number of victims, which the words
+        # of the sum of priorities read: policy.criteria.priority_sum).
+        here = None if step is None else (floor[step], floor[victims])
+        reason = written.get((step, here))
+        if reason is None:
+            if step is None:
+                why = f"at best ties with {winner.node}, which sorts first"
+            else:
+                layout = winner.cost.layout
+                why = (
+                    f"{layout.criteria[step].name} {ranking.Cost(floor, layout).at_least(step)} here vs "
+                    f"{winner.cost.best(step)}"
+                )
+            reason = written[(step, here)] = f"not solved: cannot beat {winner.node}: {why}"
+        return NodeOutcome(name, Verdict.OUTRANKED, Cause.NOT_SOLVED, reasons=(reason,))
+
+    return outcome
+
+
