@@ -48,7 +48,7 @@ from policy.model import Pod
 __all__ = [
     "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "DEFAULT", "GUARANTEED", "HOMELESS", "MOVABLE", "OPTED_OUT",
     "PDB_VIOLATIONS", "PRIORITY_SUM", "SHIFT", "START", "TOP_PRIORITY", "VICTIMS", "Cost", "Criterion", "Facts",
-    "Layout", "Order", "Reach", "best",
+    "Kind", "Layout", "Order", "Reach", "Unit", "best",
 ]
 
 class Layout:

@@ -17,8 +17,7 @@ same workload on every machine and Python version that keeps ``random.Random``'s
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from policy import gangs
@@ -53,8 +52,9 @@ def _pick(rng: Random, options):
     return options[rng.randrange(len(options))]
 
 
-def _pod(name: str, *, rng: Random, priority: int, cpu_m: int, qos: QoS, app: str, node: str | None,
-         owner: str | None, start: float | None, nominated: str | None = None) -> Pod:
+def _pod(
+    name: str, *, priority: int, cpu_m: int, qos: QoS, app: str, node: str | None, owner: str | None, start: float | None
+) -> Pod:
     requests = {PODS: 1} if qos == QoS.BEST_EFFORT else {"cpu": cpu_m, "memory": cpu_m * GI // MILLI, PODS: 1}
     return Pod(
         uid=f"uid-{name}",
@@ -65,7 +65,6 @@ def _pod(name: str, *, rng: Random, priority: int, cpu_m: int, qos: QoS, app: st
         qos=qos,
         labels={"app": app},
         node_name=node,
-        nominated_node_name=nominated,
         start_time=start,
         created=start,
         owner=owner,
@@ -99,16 +98,17 @@ def generate(rng: Random, pending: int) -> Workload:
             app = _pick(rng, apps)
             owned = rng.random() < 0.67
             pods.append(_pod(
-                f"low-{count:03d}", rng=rng, priority=rng.randrange(6), cpu_m=size, qos=qos, app=app,
+                f"low-{count:03d}", priority=rng.randrange(6), cpu_m=size, qos=qos, app=app,
                 node=node.name, owner=f"rs-{app}" if owned else None, start=EPOCH + rng.randrange(86_400),
             ))
             count += 1
             used += 0 if qos == QoS.BEST_EFFORT else size
     for k in range(max(1, pending // 20)):
-        pods.append(_pod(
-            f"nominated-{k}", rng=rng, priority=8, cpu_m=500 * (1 + rng.randrange(4)), qos=QoS.BURSTABLE,
-            app="nominated", node=None, owner=None, start=None, nominated=_pick(rng, nodes).name,
-        ))
+        held = _pod(
+            f"nominated-{k}", priority=8, cpu_m=500 * (1 + rng.randrange(4)), qos=QoS.BURSTABLE,
+            app="nominated", node=None, owner=None, start=None,
+        )
+        pods.append(replace(held, nominated_node_name=_pick(rng, nodes).name))
     budgets = []
     for app in apps:
         allowed = _pick(rng, (0, 1, 2, None))
@@ -116,7 +116,7 @@ def generate(rng: Random, pending: int) -> Workload:
             budgets.append(DisruptionBudget(NAMESPACE, f"pdb-{app}", Selector((("app", app),)), allowed))
     preemptors = tuple(
         _pod(
-            f"urgent-{k:03d}", rng=rng, priority=6 + rng.randrange(5), cpu_m=MILLI * (1 + rng.randrange(6)),
+            f"urgent-{k:03d}", priority=6 + rng.randrange(5), cpu_m=MILLI * (1 + rng.randrange(6)),
             qos=_pick(rng, (QoS.GUARANTEED, QoS.BURSTABLE)), app=f"urgent-{k % 5}", node=None, owner=None, start=None,
         )
         for k in range(pending)
@@ -141,5 +141,5 @@ def _gangs(rng: Random, apps: list[str], pods: list[Pod]) -> list[Pod]:
             namespace=NAMESPACE, labels=labels, annotations={gangs.KUEUE_COUNT: str(len(indexes))}, pod_group=None
         )
         for i in indexes:
-            out[i] = dataclasses.replace(out[i], labels=labels, owner=f"job-{app}", gang=mark, placement=_OWNED_BY["job"])
+            out[i] = replace(out[i], labels=labels, owner=f"job-{app}", gang=mark, placement=_OWNED_BY["job"])
     return out

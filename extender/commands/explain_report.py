@@ -206,11 +206,15 @@ def _reprieve_side(both: _Both, name: str) -> dict:
 
 def _cost(cost: ranking.Cost) -> dict:
     """A ranking key by its criteria's JSON names (policy.ranking.Criterion.field), in its order."""
-    shown = {c.field: v for c, v in zip(cost.layout.criteria, cost.key)}
-    shown["priority_sum"] -= shown["victims"] * 2**31  # the plain sum; compared shifted per victim
-    shown["top_victims_start"] = _time(-shown["top_victims_start"])
-    if shown["highest_priority"] == -float("inf"):  # every victim terminating
-        shown["highest_priority"] = None
+    shown = {}
+    for criterion, value in zip(cost.layout.criteria, cost.key):
+        if criterion.plain is not None:  # e.g. the plain sum of priorities (compared shifted per victim)
+            value = criterion.plain(value, cost.value)
+        if criterion.unit is ranking.Unit.TIME:
+            value = _time(-value)
+        elif value == -float("inf"):  # no live victim: every one terminating
+            value = None
+        shown[criterion.field] = value
     return shown
 
 

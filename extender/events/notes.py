@@ -13,7 +13,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from policy import gangs, homes, stock
+from policy import gangs, homes, ranking, stock
+from policy.criteria import Stay
 from policy.model import Pod
 from policy.preempt import PreemptDecision, Proposal, Verdict
 from policy.victims import most_important_first
@@ -45,6 +46,7 @@ class Answer:
     in_gangs: Mapping[str, str] | None = None
     broken: tuple[str, ...] = ()  # the gangs the victims break, described
     no_home: Mapping[str, str] | None = None  # UID -> why it has no home off the node (victims and stayed)
+    order: ranking.Order = ranking.DEFAULT  # the decision's: why a pod stays is its first criterion that says
 
 
 def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal], decision: PreemptDecision) -> Answer:
@@ -101,6 +103,7 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
         in_gangs=in_gangs,
         no_home=no_home,
         broken=tuple(g.describe() for g in chosen.broken.gangs) if chosen else (),
+        order=decision.order,
     )
 
 
@@ -116,9 +119,10 @@ def victim_note(a: Answer, victim: Pod) -> str:
     """Why ``victim``, and not the lower-priority pods that stay on the node."""
     text = f"For {a.preemptor.key} (priority {a.preemptor.priority}) on {a.node}"
     if a.stayed:
+        stay = Stay(a.budgets, a.in_gangs or {}, a.no_home or {})
         groups: dict[str, list[str]] = {}
         for pod in a.stayed:
-            groups.setdefault(_why_stays(pod, victim, a.budgets, a.in_gangs or {}, a.no_home or {}), []).append(pod.key)
+            groups.setdefault(_why_stays(pod, victim, stay, a.order), []).append(pod.key)
         parts = [f"{_names(keys)} ({why})" for why, keys in groups.items()]
         text += ", chosen over the pods that stay: " + "; ".join(parts)
     else:
@@ -151,25 +155,12 @@ def _against_stock(a: Answer) -> str:
     return f", not {_pods(theirs)} stock would have taken" + ("" if node == a.node else f" on {node}")
 
 
-def _why_stays(
-    pod: Pod, victim: Pod, budgets: Mapping[str, tuple[str, ...]], in_gangs: Mapping[str, str], no_home: Mapping[str, str]
-) -> str:
-    """The first of reprieve's criteria by which ``pod`` is kept before ``victim``."""
-    if budgets.get(pod.uid) and not budgets.get(victim.uid):
-        return f"behind PodDisruptionBudget {', '.join(budgets[pod.uid])}"
-    if pod.uid in in_gangs and pod.priority <= victim.priority:  # (a higher priority says it plainer)
-        return f"a member of {in_gangs[pod.uid]}"
-    if pod.priority != victim.priority:
-        higher = "higher" if pod.priority > victim.priority else "lower"
-        return f"{higher} priority {pod.priority}" + ("" if higher == "higher" else ", but too small to make room")
-    if pod.qos != victim.qos:
-        if pod.qos > victim.qos:
-            return f"{pod.qos.wire} before {victim.qos.wire} at priority {pod.priority}"
-        return f"{pod.qos.wire}, but too small to make room"
-    if pod.uid in no_home and victim.uid not in no_home:
-        return f"no home elsewhere ({no_home[pod.uid]}), where {victim.key} has one"
-    if (pod.start_time or 0) < (victim.start_time or float("inf")):
-        return f"started earlier, same priority and QoS class {pod.qos.wire}"
+def _why_stays(pod: Pod, victim: Pod, stay: Stay, order: ranking.Order) -> str:
+    """The first of the decision's criteria, in its order, by which ``pod`` is kept before
+    ``victim`` (each criterion's own words: policy.criteria)."""
+    for criterion in order.criteria:
+        if criterion.stays is not None and (why := criterion.stays(pod, victim, stay)):
+            return why
     return "too small to make room"
 
 

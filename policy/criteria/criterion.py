@@ -20,7 +20,7 @@ value of no victims at all, a lower bound of every set's.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NamedTuple
@@ -131,6 +131,6 @@ class Criterion:
 class Stay:
     """What an Event knows of the pods around a victim (extender/events/notes captures it)."""
 
-    budgets: dict[str, tuple[str, ...]]  # UID -> PodDisruptionBudgets covering it
-    in_gangs: dict[str, str]  # UID -> its gang, described, where the victims kept it whole
-    no_home: dict[str, str]  # UID -> why it has no home off the node
+    budgets: Mapping[str, tuple[str, ...]]  # UID -> PodDisruptionBudgets covering it
+    in_gangs: Mapping[str, str]  # UID -> its gang, described, where the victims kept it whole
+    no_home: Mapping[str, str]  # UID -> why it has no home off the node

@@ -29,8 +29,7 @@ def decide(
     view: ClusterView,
     preemptor: Pod,
     proposals: Mapping[str, Proposal],
-    rules: Rules | None = None,
-    standing: Standing | None = None,
+    rules: Rules | Standing | None = None,
     in_flight: Sequence[InFlight] = (),
     now: float | None = None,
     exhaustive: bool = False,
@@ -56,8 +55,9 @@ def decide(
 
     With ``rules`` (policy.tenancy), victims are chosen only among the pods the rules allow,
     and a preemptor still inside its preemption delay (measured against ``now``, seconds
-    since the epoch) may not preempt yet. ``standing`` is ``tenancy.assess(rules, view)``,
-    passed in when the caller keeps it for many decisions over the same view. ``order`` ranks
+    since the epoch) may not preempt yet. ``rules`` may be their Standing in ``view``
+    (``tenancy.assess(rules, view)``, which holds them), where the caller keeps it for many
+    decisions over the same view. ``order`` ranks
     victim sets and nodes (policy.ranking; a policy file may reorder it).
     """
     # Not its own earlier answer, nor one for an earlier pod of its name: the API server holds
@@ -66,9 +66,9 @@ def decide(
     refusal, why = ineligible(view, preemptor, in_flight)
     screen = None
     if rules is not None and refusal is Refusal.NONE:
-        refusal, why, screen = under_rules(rules, standing, view, preemptor, in_flight, now)
+        refusal, why, screen = under_rules(rules, view, preemptor, in_flight, now)
     if refusal is not Refusal.NONE:
-        return PreemptDecision(answer={}, outcomes=(), reasons=(why,), refusal=refusal)
+        return PreemptDecision(answer={}, outcomes=(), reasons=(why,), refusal=refusal, order=order)
 
     # Victims of answers in flight still run in the view: their gangs can spare that many
     # fewer, and their budgets allow that many fewer disruptions (the status has not counted
@@ -89,4 +89,6 @@ def decide(
             "every node reprieve could offer needs victims on other nodes too (a victim unit spanning "
             "nodes), which an answer cannot name: the scheduler's own choice stands"
         ]
-    return PreemptDecision(answer=answer, outcomes=tuple(outcomes.values()), reasons=tuple(reasons), defers=deferring)
+    return PreemptDecision(
+        answer=answer, outcomes=tuple(outcomes.values()), reasons=tuple(reasons), defers=deferring, order=order
+    )

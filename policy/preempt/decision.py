@@ -55,6 +55,7 @@ class PreemptDecision:
     # own choice must stand (the verb answers with an error, which it skips for an ignorable
     # extender).
     defers: bool = False
+    order: ranking.Order = ranking.DEFAULT  # the ranking that decided (Events name its criteria)
 
 
 # A pod that reprieve's view shows bound for less than this may not be in the scheduler's

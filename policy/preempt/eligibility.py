@@ -61,8 +61,7 @@ def _claim(pod: Pod) -> tuple:
 
 
 def under_rules(
-    rules: Rules,
-    standing: Standing | None,
+    rules: Rules | Standing,
     view: ClusterView,
     preemptor: Pod,
     in_flight: Sequence[InFlight],
@@ -70,11 +69,13 @@ def under_rules(
 ) -> tuple[Refusal, str, tenancy.Screen | None]:
     """A preemptor still inside its preemption delay is refused (Refusal.DELAY); any other gets
     the rules' screen of its victims (policy.tenancy), with the queues' usage counting it and
-    the answers in flight."""
-    if standing is None:
+    the answers in flight. ``rules`` may be their standing in ``view`` already."""
+    if isinstance(rules, Standing):
+        standing, rules = rules, rules.rules
+        if preemptor.uid not in standing.membership:
+            standing = tenancy.with_pending(standing, (preemptor,))
+    else:
         standing = tenancy.assess(rules, view, pending=(preemptor,))
-    elif preemptor.uid not in standing.membership:
-        standing = tenancy.with_pending(standing, (preemptor,))
     standing = tenancy.with_in_flight(standing, view, in_flight)
     wait = tenancy.delay_left(rules=rules, standing=standing, preemptor=preemptor, now=now)
     if wait > 0:

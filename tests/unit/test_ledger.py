@@ -43,8 +43,7 @@ def ask(ledger, v, preemptor, standings=None, proposed=None):
         view=v,
         preemptor=preemptor,
         proposals={"n1": Proposal(proposed, 0)},
-        rules=standings.rules if standings else None,
-        standing=standings.of(v) if standings else None,
+        rules=standings.of(v) if standings else None,
         in_flight=in_flight,
     )
     if decision.answer:

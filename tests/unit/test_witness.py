@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from extender.config import Events, Mode, Settings
 from extender.events import notes
 from extender.events.witness import Witness
@@ -12,6 +14,7 @@ from extender.state.ledger import IN_FLIGHT_SECONDS, Ledger
 from extender import wire
 from extender.state import translate
 from extender.state.source import StaticCluster
+from policy import ranking
 from policy.model import InFlight
 from policy.preempt import Proposal, decide
 from policy.qos import QoS
@@ -226,6 +229,37 @@ def test_the_victim_note_says_which_pods_stay_for_having_no_home():
         "chosen over the pods that stay: batch/bare (no home elsewhere (no controller re-creates it), "
         "where batch/owned has one)"
     ) in note, note
+
+
+@pytest.mark.parametrize(
+    "order, victim, why",
+    [
+        # The default order: the QoS classes before homes. The Burstable bare pod goes.
+        pytest.param(ranking.DEFAULT, "bare", "batch/owned (Guaranteed before Burstable at priority 1)", id="qos-first"),
+        # A policy's ranking with homes first: the Guaranteed ReplicaSet pod goes, and the Event
+        # names the criterion that decided, not the one the default order would have.
+        pytest.param(
+            ranking.Order.named(["victims with no home"]), "owned",
+            "batch/bare (no home elsewhere (no controller re-creates it), where batch/owned has one)", id="homes-first",
+        ),
+    ],
+)
+def test_the_victim_note_names_the_criterion_of_the_decisions_own_order(order, victim, why):
+    # n1 (4 cpu): a bare Burstable pod and a Guaranteed ReplicaSet pod whose replacement fits on
+    # the spare node, 2 cpu each, priority 1. The preemptor needs 2: one of them goes.
+    bare = pod("bare", ns="batch", node="n1", cpu=2, priority=1, start=100)
+    owned = pod("owned", ns="batch", node="n1", cpu=2, priority=1, start=100, qos=QoS.GUARANTEED, kind="ReplicaSet")
+    preemptor = pod("checkout", ns="shop", cpu=2, priority=10)
+    v = view([node("n1", cpu=4), node("spare", cpu=2)], [bare, owned, preemptor])
+    w, recorded, _ = witness()
+    proposals = {"n1": Proposal((owned.uid,), 0)}
+    decision = decide(view=v, preemptor=preemptor, proposals=proposals, order=order)
+    w.answered(v, preemptor, proposals, decision)
+    [gone] = decision.outcomes[0].victims
+    assert gone.name == victim
+    w.check(carried_out(v, preemptor, gone))
+    note = recorded.events[1].note
+    assert f"chosen over the pods that stay: {why}" in note, note
 
 
 def test_shadow_mode_records_one_would_have_event_only_with_events_shadow():

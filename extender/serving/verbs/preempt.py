@@ -28,8 +28,7 @@ def handle(body: bytes, ctx: Context) -> bytes:
         view=ctx.view,
         preemptor=preemptor,
         proposals=proposals,
-        rules=policy.rules if policy else None,
-        standing=policy.of(ctx.view) if policy else None,
+        rules=policy.of(ctx.view) if policy else None,  # the rules' standing, kept per view
         in_flight=ctx.ledger.in_flight(ctx.view, asking=preemptor),
         now=time.time(),
         order=ctx.order,
