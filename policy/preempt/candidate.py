@@ -196,13 +196,20 @@ def _no_victims(request: Request, name: str, here: Here, as_proposed: list[Pod])
     node, reservations, promised, _ = here
     preemptor = request.preemptor
     staying = [p for p in request.view.nodes[name].pods if p.uid in promised and not p.terminating]
-    if staying and room_after(_with(node, staying), preemptor, reservations, _leaving(node, preemptor)) is None:
+    as_seen = _with(node, staying)
+    if staying and room_after(as_seen, preemptor, reservations, _leaving(node, preemptor)) is None:
         # The pod fits only once victims promised to an earlier answer go, and the view
         # does not show them going: that answer's preemptor may be gone, its victims never
         # deleted, and waiting would then be for nothing. The scheduler's victims are kept
         # (naming again one already going costs nothing).
         why = f"fits once {_keys(staying)} go for an earlier answer, which the view does not show yet"
         return _keep_scheduler_victims(request, name, as_proposed, Cause.IN_FLIGHT, why)
+    if room_after(as_seen, preemptor, reservations, ()) is not None:
+        # Nothing here is leaving that the pod needs: it fits as reprieve's view stands, and the
+        # scheduler, whose view is never older, found it does not. Waiting would be for nothing
+        # (a pod bound here that the view has not seen yet): the scheduler's victims are kept.
+        why = "the pod fits here in reprieve's view with nothing evicted, so the scheduler's view is newer"
+        return _keep_scheduler_victims(request, name, as_proposed, Cause.SCHEDULER_NEWER, why)
     return NodeOutcome(
         name, Verdict.DROPPED, Cause.LEAVING, reasons=("fits once the pods terminating here are gone",)
     )

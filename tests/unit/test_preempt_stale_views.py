@@ -120,6 +120,12 @@ def build(bound, pending, ops, preemptor):
 # n1, and the pod fit there once that victim went: it waited for nothing.
 @example(bound=[[(0, 3), (0, 4)], [(0, 3), (1, 4)], [(0, 1), (0, 2), (0, 4)]], pending=[],
          ops=[("gone-answer", 0, "n1", True)], priority=5, cpu=2)
+# Found by it: the view missed w1's binding to n1, where reprieve's answer for a preemptor since
+# deleted holds room and names n1-b0; with w1 unseen the pod fit on n1 as the view stood, and
+# reprieve "waited for the pods terminating there", though none was.
+@example(bound=[[(0, 1), (0, 1), (0, 1), (0, 3)], [(0, 1), (1, 3)], [(0, 1), (0, 1), (0, 1), (0, 4)]],
+         pending=[(0, 1, "n0"), (1, 3, "n1")],
+         ops=[("bind", 0, "n0", False), ("bind", 0, "n0", True), ("gone-answer", 0, "n1", True)], priority=5, cpu=2)
 def test_an_older_view_never_strands_a_preemptor_stock_would_place(bound, pending, ops, priority, cpu):
     preemptor = pod("pre", priority=priority, cpu=cpu, uid="uid-pre-now")
     truth, older, answers, missed = build(bound, pending, ops, preemptor)
