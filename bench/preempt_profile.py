@@ -67,7 +67,7 @@ def main() -> None:
     for _ in range(5):
         decide(view=view, preemptor=pod, proposals=proposals)
     profile.disable()
-    pstats.Stats(profile).sort_stats("cumulative").print_stats(18)
+    pstats.Stats(profile).sort_stats("cumulative").print_stats(40)
 
 
 if __name__ == "__main__":

@@ -47,10 +47,15 @@ from policy.view import BUDGETS, REQUEST, ClusterView, NodeInfo
 NO_ROOM: tuple = (math.inf,)
 _NOTHING = (0, 0)  # the room of a resource neither the node nor its pods name
 # Room without any live victim: nothing to pay (and, where pods are terminating, perhaps no
-# need to preempt at all: policy.preempt always solves such a node). Floors returns it as its
-# ``free``, in the ranking's order.
-NOTHING_TO_PAY = Reach(violations=0, top=-math.inf, guaranteed=0, burstable=0, victims=0, lowest=0, start=-math.inf)
-FREE = ranking.DEFAULT.floor(NOTHING_TO_PAY)
+# need to preempt at all: policy.preempt always solves such a node). In CANONICAL's order, like
+# every floor a summary keeps; Floors returns them in the ranking's order.
+FREE = ranking.DEFAULT.floor(
+    Reach(violations=0, top=-math.inf, guaranteed=0, burstable=0, victims=0, lowest=0, start=-math.inf)
+)
+# Where a canonical floor holds the victims' bound and the bound on victims with no home, which
+# Floors lowers per request (_with_homeless).
+_VICTIMS = ranking.DEFAULT.position(ranking.VICTIMS)
+_HOMELESS = ranking.DEFAULT.position(ranking.HOMELESS)
 
 
 class Level(NamedTuple):
@@ -159,7 +164,7 @@ class Floors:
         priority = preemptor.priority
         self._order = order
         self._homes = homes
-        self.free = order.floor(NOTHING_TO_PAY)
+        self.free = order.arrange(FREE)
         self._below = _below_table(view, priority)
         self._view = view
         self._priority = priority
@@ -185,23 +190,23 @@ class Floors:
             found = self._floor(self._below(info.name), reservations)
         if found is NO_ROOM:
             return found
-        if found is NOTHING_TO_PAY:
+        if found is FREE:
             return self.free
         if self._homes is not None:
             found = self._with_homeless(found, info.name, summary or self._below(info.name))
-        return self._order.floor(found)
+        return self._order.arrange(found)
 
-    def _with_homeless(self, found: Reach, name: str, summary: Below) -> Reach:
+    def _with_homeless(self, found: tuple, name: str, summary: Below) -> tuple:
         """``found`` with its bound on victims with no home: the victims less the candidates
         whose shape has a home off this node (looked up in this view: never kept)."""
         home = self._homes.home
         homed = sum(count for pod, count in summary.shapes if home(pod, excluding=name) is not None)
-        least = found.victims - homed
+        least = found[_VICTIMS] - homed
         if least <= 0:
             return found
-        return found._replace(homeless=least)
+        return (*found[:_HOMELESS], least, *found[_HOMELESS + 1 :])
 
-    def _floor(self, summary: Below, reservations: Sequence[Pod]) -> Reach | tuple:
+    def _floor(self, summary: Below, reservations: Sequence[Pod]) -> tuple:
         held = resources.add(*(p.requests for p in reservations)) if reservations else resources.EMPTY
         need: dict[str, int] = {}
         room = summary.room
@@ -213,7 +218,7 @@ class Floors:
             if short > 0:
                 need[r] = short
         if not need:
-            return NOTHING_TO_PAY
+            return FREE
         violations = victims = level = 0
         bisect_left = bisect.bisect_left
         for r, amount in need.items():
@@ -225,7 +230,7 @@ class Floors:
             level = max(level, bisect_left(summary.level_sums[r], amount))
         top = summary.levels[level]
         at_top = max(1, victims - top.under)  # victims at the top priority, if it is the bound's
-        return Reach(
+        return ranking.DEFAULT.floor(Reach(
             violations=violations,
             top=top.priority,
             guaranteed=max(0, victims - summary.not_guaranteed),
@@ -233,7 +238,7 @@ class Floors:
             victims=victims,
             lowest=summary.levels[0].priority,
             start=-top.starts[min(at_top, len(top.starts)) - 1],
-        )
+        ))
 
 
 def floor(

@@ -75,10 +75,12 @@ class Layout:
         return f"{type(self).__name__}({', '.join(self.names)})"
 
 
-# How Order.cost measures each criterion of CANONICAL: (kind, column of a pod's values or the
-# criterion's of_set, least).
-_COLUMN = {c: i for i, c in enumerate(criteria.PER_POD)}
-_PLAN = tuple((c.kind, _COLUMN[c] if c in _COLUMN else c.of_set, c.least, c) for c in CANONICAL)
+# How Order.cost measures CANONICAL: where each per-pod criterion sits, how its column of the
+# live victims' values combines and its value for none; where each set-wide one sits.
+_POD_AT = tuple(CANONICAL.index(c) for c in criteria.PER_POD)
+_POD_OPS = tuple(sum if c.kind is Kind.SUM else max for c in criteria.PER_POD)
+_NO_POD = dict(zip(_POD_AT, (c.least for c in criteria.PER_POD)))
+_SET_AT = tuple((CANONICAL.index(c), c.of_set, c) for c in CANONICAL if c.kind in (Kind.SET, Kind.TIE))
 # What Order.floor reads of a Reach: its fields, then each computed floor, then the leasts.
 _FIELDS = Reach._fields
 _COMPUTED = tuple(c.floor for c in CANONICAL if callable(c.floor))
@@ -137,17 +139,17 @@ class Order(Layout):
         """The key of evicting ``victims`` (policy.criteria.Facts: what the criteria know of the
         request), with what the set-wide criteria counted (``Cost.detail``)."""
         live = [p for p in victims if not p.terminating]
-        columns = tuple(zip(*(criteria.values(p, facts) for p in live))) if live else None
-        canonical = []
+        canonical: list = [None] * len(CANONICAL)
+        if live:
+            values = criteria.values
+            for at, op, column in zip(_POD_AT, _POD_OPS, zip(*[values(p, facts) for p in live])):
+                canonical[at] = op(column)
+        else:
+            for at, least in _NO_POD.items():
+                canonical[at] = least
         details: dict[Criterion, Any] = {}
-        for kind, how, least, c in _PLAN:
-            if kind is Kind.SUM:
-                canonical.append(sum(columns[how]) if columns else least)
-            elif kind is Kind.MAX:
-                canonical.append(max(columns[how]) if columns else least)
-            else:
-                value, details[c] = how(victims, live, facts)
-                canonical.append(value)
+        for at, of_set, c in _SET_AT:
+            canonical[at], details[c] = of_set(victims, live, facts)
         return Cost(self.arrange(tuple(canonical)), self, details)
 
     def floor(self, reach: Reach) -> tuple:
