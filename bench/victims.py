@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from policy import exact, ranking  # noqa: E402
 from policy.qos import QoS  # noqa: E402
-from policy.victims import Request, VictimSelection, select_victims  # noqa: E402
+from policy.victims import Choosing, VictimSelection, select_victims  # noqa: E402
 from tests.builders import node, pdb, pod, view  # noqa: E402
 
 SIZES = (4, 8, 12, 16, 24, 40, 80)
@@ -48,7 +48,7 @@ def scene(size: int, rng: random.Random):
 
 def solve(v, preemptor):
     started = time.perf_counter()
-    chosen = select_victims(node=v.nodes["n1"], request=Request(preemptor, v.budgets_covering), reservations=())
+    chosen = select_victims(node=v.nodes["n1"], choosing=Choosing(preemptor, v.budgets_covering), reservations=())
     return chosen, time.perf_counter() - started
 
 

@@ -48,6 +48,18 @@ _RUNNING = tuple((i, c.running) for i, c in enumerate(_PREFIX) if c.kind is Kind
 
 
 @dataclass(frozen=True, slots=True)
+class Search:
+    """What every way of choosing victims on one node works with (policy.victims builds it)."""
+
+    room: dict[str, int]  # what the pods that stay may use of each checked resource
+    checked: Sequence[str]
+    live: Sequence[Pod]  # the live candidates, most important first (policy.importance)
+    leaving: Sequence[Pod]  # the terminating candidates the answer names
+    facts: Facts  # what the criteria know of the request (policy.criteria)
+    order: ranking.Order = ranking.DEFAULT
+
+
+@dataclass(frozen=True, slots=True)
 class Found:
     victims: tuple[Pod, ...]  # most important first
     cost: ranking.Cost
@@ -69,21 +81,12 @@ class _Class:
     running: tuple  # what each running criterion (_RUNNING) needs of the class
 
 
-def cheapest(
-    *,
-    room: dict[str, int],
-    checked: Sequence[str],
-    live: Sequence[Pod],
-    leaving: Sequence[Pod],
-    facts: Facts,
-    beat: tuple,
-    order: ranking.Order = ranking.DEFAULT,
-) -> Found | None:
-    """The cheapest set of ``live`` victims (with every ``leaving`` pod named) after which the
-    rest fit in ``room``, if it costs strictly less than ``beat``; else None.
-
-    ``live`` is most important first (policy.importance); ``facts`` what the criteria know of
-    the request (policy.criteria); ``order`` the ranking's (``beat`` is in it)."""
+def cheapest(search: Search, *, beat: tuple) -> Found | None:
+    """The cheapest set of live victims (with every leaving pod named) after which the rest fit
+    in ``search.room``, if it costs strictly less than ``beat`` (in ``search.order``); else None."""
+    room, checked, live, leaving, facts, order = (
+        search.room, search.checked, search.live, search.leaving, search.facts, search.order
+    )
     states = tuple(running.start(live, facts) for _, running in _RUNNING)
     classes = _classes(live, checked, facts, states)
     # suffix[i]: what classes i.. use if all their pods stay.
@@ -125,22 +128,13 @@ def cheapest(
     return best[1]
 
 
-def improve(
-    *,
-    room: dict[str, int],
-    checked: Sequence[str],
-    live: Sequence[Pod],
-    leaving: Sequence[Pod],
-    facts: Facts,
-    victims: Sequence[Pod],
-    key: tuple,
-    order: ranking.Order = ranking.DEFAULT,
-) -> Found | None:
+def improve(search: Search, *, victims: Sequence[Pod], key: tuple) -> Found | None:
     """One pass of single swaps from ``victims`` (live ones of a greedy result, cost ``key``):
     for each victim, most important first, try to keep it, making room by evicting the least
     important of the kept pods, then giving back (most important first) every victim not
     needed, so that the set stays inclusion-minimal.
     Returns the cheapest set found if strictly cheaper than ``key``; else None."""
+    room, checked, live, leaving = search.room, search.checked, search.live, search.leaving
     needs = {p.uid: tuple(p.requests.get(r, 0) for r in checked) for p in live}
     limit = tuple(room[r] for r in checked)
 
@@ -176,7 +170,7 @@ def improve(
                 used = back
                 candidate.discard(other.uid)
         chosen = tuple(sorted((*leaving, *(p for p in live if p.uid in candidate)), key=importance))
-        cost = order.cost(chosen, facts)
+        cost = search.order.cost(chosen, search.facts)
         if cost.key < (best.key if best else key):
             best = Found(chosen, cost)
             current, kept_use = candidate, used

@@ -191,14 +191,6 @@ class Cost:
         step = next(i for i, (a, b) in enumerate(zip(self.key, winner.key)) if a != b)
         return f"{self.layout.criteria[step].name} {self._show(step)} here vs {winner._show(step)}"
 
-    def decided_by(self, other: "Cost") -> Criterion | None:
-        """The first criterion on which this cost and ``other`` differ (None: they tie)."""
-        step = next((i for i, (a, b) in enumerate(zip(self.key, other.key)) if a != b), None)
-        return None if step is None else self.layout.criteria[step]
-
-    def show(self, criterion: Criterion) -> str:
-        return self._show(self.layout.position(criterion))
-
     def _show(self, step: int) -> str:
         criterion = self.layout.criteria[step]
         value = self.key[step]

@@ -24,7 +24,7 @@ UNSETTLED = "may be unknown to the scheduler yet"
 
 
 @dataclass(frozen=True, slots=True)
-class Request:
+class Choosing:
     """What choosing victims needs of one preemption request, whatever the node: built once per
     request (policy.preempt) and shared by every node it judges."""
 
@@ -70,16 +70,16 @@ class _Here:
 def select_victims(
     *,
     node: NodeInfo,
-    request: Request,
+    choosing: Choosing,
     reservations: Sequence[Pod] = (),
     nameable: Callable[[Pod], bool] | None = None,
     at_least: Vector | None = None,
     swap: bool = True,
 ) -> VictimSelection | NodeRejected:
-    """The victims reprieve would evict on ``node`` so that ``request.preemptor`` fits.
+    """The victims reprieve would evict on ``node`` so that ``choosing.preemptor`` fits.
 
     1. Potential victims are the pods on the node with priority strictly below the preemptor's
-       that the multi-tenant rules allow (``request.screen``, see policy.tenancy); the pods the
+       that the multi-tenant rules allow (``choosing.screen``, see policy.tenancy); the pods the
        rules protect stay, like higher-priority pods.
     2. Remove them all. If the preemptor still does not fit next to the remaining pods and
        the room held for nominated pods (``reservations``), preemption cannot help here.
@@ -92,7 +92,7 @@ def select_victims(
        so it is only ever a victim when the node's pod-count limit is what blocks.
     4. The victims are the pods not reprieved, most important first, with the exact count of
        PodDisruptionBudget violations and the gangs broken for that set. "Cheapest" is by
-       ``request.order`` (policy.ranking) throughout.
+       ``choosing.order`` (policy.ranking) throughout.
 
     With rules, pods whose PriorityClass opts out softly are left out of a first attempt and
     only become victims (reprieved before everyone else) if the preemptor cannot fit without
@@ -114,11 +114,11 @@ def select_victims(
     terminating pods, has the victims that fit back once they are gone given back).
     """
     # Step 1.
-    preemptor = request.preemptor
+    preemptor = choosing.preemptor
     lower = [p for p in node.pods if p.priority < preemptor.priority]
     if not lower:
         return NodeRejected(node.name, f"no pod has priority below {preemptor.priority}", Cause.NO_LOWER_PRIORITY)
-    protected, last_resort = _screened(lower, request.screen, nameable)
+    protected, last_resort = _screened(lower, choosing.screen, nameable)
     here = _Here(node, reservations, protected, nameable, at_least, swap)
     candidates = [p for p in lower if p.key not in protected]
     shunned = {p.uid for p in last_resort}
@@ -127,7 +127,7 @@ def select_victims(
         attempts.append((candidates, tuple(last_resort)))
     result: VictimSelection | NodeRejected | None = None
     for pool, spare_first in attempts:
-        result = _attempt(here, request, pool, spare_first)
+        result = _attempt(here, choosing, pool, spare_first)
         if isinstance(result, VictimSelection):
             break
     assert result is not None
@@ -162,11 +162,11 @@ def _screened(
 
 
 def _attempt(
-    here: _Here, request: Request, candidates: list[Pod], spare_first: tuple[Pod, ...]
+    here: _Here, choosing: Choosing, candidates: list[Pod], spare_first: tuple[Pod, ...]
 ) -> VictimSelection | NodeRejected:
     """One attempt of select_victims with ``candidates`` as the potential victims, the pods
     of ``spare_first`` (opted out) reprieved before everyone else."""
-    node, preemptor = here.node, request.preemptor
+    node, preemptor = here.node, choosing.preemptor
     checked = resources.checked_resources(preemptor.requests)
     # Step 2: everything that is not a candidate stays.
     room = _room(here, preemptor, candidates, checked)
@@ -181,14 +181,14 @@ def _attempt(
         if isinstance(room, NodeRejected):
             return room
     first = frozenset(p.uid for p in spare_first)
-    homes = request.homes
+    homes = choosing.homes
     no_home = frozenset(p.uid for p in live if homes.home(p, excluding=node.name) is None) if homes else frozenset()
-    facts = Facts(request.budgets_of, request.gang_of, first, no_home)
+    facts = Facts(choosing.budgets_of, choosing.gang_of, first, no_home)
     greedy = _orders(live, [p for p in candidates if p.terminating], facts, checked)
-    best = _best_reprieve(_Search(room, checked, live, leaving, facts, request.order), greedy, here, request.screen)
+    best = _best_reprieve(exact.Search(room, checked, live, leaving, facts, choosing.order), greedy, here, choosing.screen)
     # Law 2 over the whole set: if the reprieve takes too much from some queue, choose again,
     # least important first, skipping pods whose queue could not afford them.
-    screen = request.screen
+    screen = choosing.screen
     short = screen.shortfalls(best.victims) if screen is not None else {}
     if short:
         budgeted = _within_shares(room, checked, live, leaving, screen, first)
@@ -196,8 +196,8 @@ def _attempt(
             reason = next(iter(short.values()))
             return NodeRejected(node.name, f"the victims it needs are out of reach: {reason}", Cause.QUEUE_SHARE)
         victims = most_important_first(budgeted)
-        best = _Best(request.order.cost(victims, facts), victims, len(live) + len(leaving) - len(victims), frozenset(), "")
-    return _selection(here, request, best, candidates, facts)
+        best = _Best(choosing.order.cost(victims, facts), victims, len(live) + len(leaving) - len(victims), frozenset(), "")
+    return _selection(here, choosing, best, candidates, facts)
 
 
 def _room(here: _Here, preemptor: Pod, candidates: list[Pod], checked: Sequence[str]) -> dict[str, int] | NodeRejected:
@@ -236,14 +236,14 @@ def _freeing_at_least(
 
 
 def _selection(
-    here: _Here, request: Request, best: "_Best", candidates: list[Pod], facts: Facts
+    here: _Here, choosing: Choosing, best: "_Best", candidates: list[Pod], facts: Facts
 ) -> VictimSelection:
     """Step 4: the chosen victims, with their reasons (_best_reprieve ordered them and counted
     their violations)."""
-    node, victims, checked = here.node, best.victims, resources.checked_resources(request.preemptor.requests)
+    node, victims, checked = here.node, best.victims, resources.checked_resources(choosing.preemptor.requests)
     violations = best.cost.detail(ranking.PDB_VIOLATIONS)
     freed = resources.add(*(p.requests for p in victims))
-    lower = sum(p.priority < request.preemptor.priority for p in node.pods)
+    lower = sum(p.priority < choosing.preemptor.priority for p in node.pods)
     reasons = [
         f"{lower} lower-priority pod(s), {best.reprieved} reprieved"
         + (f" ({len(best.shielded)} PDB-protected tried first)" if best.shielded else "")
@@ -254,10 +254,10 @@ def _selection(
     broken = best.cost.detail(ranking.BROKEN_GANGS)
     if broken.count:
         reasons.append(broken.describe())
-    whole = gangs.kept_whole(candidates, victims, request.gang_of)
+    whole = gangs.kept_whole(candidates, victims, choosing.gang_of)
     if whole:
         reasons.append("takes no more than it can spare from " + "; ".join(g.describe() for g in whole))
-    gone = homeless(victims, request.homes, node=node.name) if request.homes is not None else NONE_HOMELESS
+    gone = homeless(victims, choosing.homes, node=node.name) if choosing.homes is not None else NONE_HOMELESS
     if gone.count:
         reasons.append(gone.describe())
     if here.at_least is not None:
@@ -352,18 +352,6 @@ def _sizes(live: Sequence[Pod], checked: Sequence[str]) -> dict[str, float]:
     return {p.uid: max((p.requests.get(r, 0) / totals[r] for r in checked), default=0.0) for p in live}
 
 
-@dataclass(frozen=True, slots=True)
-class _Search:
-    """What every way of choosing victims on one node works with."""
-
-    room: dict[str, int]  # what the reprieved pods may use of each checked resource
-    checked: Sequence[str]
-    live: Sequence[Pod]  # the live candidates, most important first
-    leaving: Sequence[Pod]  # the terminating candidates the answer names
-    facts: Facts
-    order: ranking.Order
-
-
 class _Best(NamedTuple):
     cost: ranking.Cost
     victims: Sequence[Pod]  # most important first
@@ -373,7 +361,7 @@ class _Best(NamedTuple):
 
 
 def _best_reprieve(
-    search: _Search, greedy: list, here: _Here, screen: Screen | None
+    search: exact.Search, greedy: list, here: _Here, screen: Screen | None
 ) -> _Best:
     """Reprieve in each ``greedy`` order and keep the cheapest result by the ranking's order
     (ties: the earlier greedy order); then look for a cheaper set (policy.exact): every set when the node
@@ -383,10 +371,10 @@ def _best_reprieve(
     they accept."""
     best = _best_greedy(search, greedy, here.at_least)
     if len(search.live) <= exact.EXACT_LIMIT:
-        better = exact.cheapest(**_common(search), beat=best.cost.key)
+        better = exact.cheapest(search, beat=best.cost.key)
         how = "no greedy order was cheapest: the cheapest of every set"
     elif here.swap:
-        better = exact.improve(**_common(search), victims=best.victims, key=best.cost.key)
+        better = exact.improve(search, victims=best.victims, key=best.cost.key)
         how = "swapping victims beat every greedy order"
     else:
         better = None
@@ -398,14 +386,7 @@ def _best_reprieve(
     return _Best(better.cost, better.victims, len(search.live) - evicted, frozenset(), how)
 
 
-def _common(search: _Search) -> dict:
-    return dict(
-        room=search.room, checked=search.checked, live=search.live, leaving=search.leaving, facts=search.facts,
-        order=search.order,
-    )
-
-
-def _best_greedy(search: _Search, greedy: list, at_least: Vector | None) -> _Best:
+def _best_greedy(search: exact.Search, greedy: list, at_least: Vector | None) -> _Best:
     """The cheapest of the greedy orders' results (ties: the earlier order)."""
     room, checked, live, leaving = search.room, search.checked, search.live, search.leaving
     named = {p.uid for p in leaving}

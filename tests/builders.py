@@ -155,6 +155,25 @@ def cost_key(victims, v: ClusterView, order=None, node: str = "n1") -> tuple:
     return (order or ranking.DEFAULT).cost(victims, Facts(v.budgets_covering, v.gang_of, no_home=no_home)).key
 
 
+def reference_key(victims, facts, order=None) -> tuple:
+    """policy.ranking's key of evicting ``victims``, measured criterion by criterion straight
+    from each criterion's own definition (policy.criteria), without Order.cost's columns: an
+    oracle for it and for the exact search."""
+    from policy import ranking
+    from policy.criteria import Kind
+
+    live = [p for p in victims if not p.terminating]
+    canonical = {}
+    for c in ranking.CANONICAL:
+        if c.kind is Kind.SUM:
+            canonical[c] = sum(c.of_pod(p, facts) for p in live)
+        elif c.kind is Kind.MAX:
+            canonical[c] = max((c.of_pod(p, facts) for p in live), default=c.least)
+        else:
+            canonical[c] = c.of_set(victims, live, facts)[0]
+    return tuple(canonical[c] for c in (order or ranking.DEFAULT).criteria)
+
+
 def scheduler_proposals(v: ClusterView, preemptor: Pod, in_flight=(), nodes=None) -> dict:
     """What kube-scheduler proposes to the preempt verb on ``v`` (policy.stock's emulation) when
     it has taken the answers ``in_flight``: its nominator holds their preemptors on their nodes

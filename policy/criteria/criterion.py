@@ -40,8 +40,7 @@ class Kind(Enum):
 class Unit(Enum):
     """What a value counts, for the JSON explain writes (the extender formats times)."""
 
-    COUNT = "count"
-    PRIORITY = "priority"  # -inf: no live victim
+    NUMBER = "number"  # a count or a priority; -inf: no live victim
     TIME = "time"  # seconds since the epoch, negated (later is better); -inf: unknown
 
 
@@ -54,7 +53,8 @@ class Facts:
     gang_of: GangOf | None = None
     opted_out: frozenset[str] = frozenset()  # UIDs whose eviction is a last resort (policy.tenancy)
     no_home: frozenset[str] = frozenset()  # UIDs of candidates with no home off the node (policy.homes)
-    values: dict[str, tuple] = field(default_factory=dict)  # UID -> its per-pod values (``Columns``)
+    values: dict[str, tuple] = field(default_factory=dict)  # UID -> its per-pod values (policy.criteria.values)
+    memo: dict = field(default_factory=dict)  # what a criterion keeps per pod for the request, by its own keys
 
 
 class Reach(NamedTuple):
@@ -103,10 +103,10 @@ class Criterion:
     field: str  # its name in JSON (reprieve explain --output json)
     kind: Kind
     least: float = 0  # the value of no victims: a lower bound of every set's
-    unit: Unit = Unit.COUNT
+    unit: Unit = Unit.NUMBER
     of_pod: Callable[[Pod, Facts], float] | None = None  # SUM, MAX
-    # SET, TIE: (victims, the live ones, facts, the values of the criteria before it) -> (value, detail)
-    of_set: Callable[[Sequence[Pod], Sequence[Pod], Facts, dict], tuple[float, Any]] | None = None
+    # SET, TIE: (victims, the live ones, facts) -> (value, what it counted: Cost.detail)
+    of_set: Callable[[Sequence[Pod], Sequence[Pod], Facts], tuple[float, Any]] | None = None
     running: Running | None = None  # SET: counted incrementally by the exact search
     # Its lower bound from a node's Reach: a field's name, or a function of it; None: ``least``
     floor: str | Callable[[Reach], float] | None = None

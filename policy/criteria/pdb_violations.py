@@ -16,20 +16,29 @@ def _of_set(victims: Sequence[Pod], live: Sequence[Pod], facts: Facts) -> tuple[
     return violations.count, violations
 
 
+def _spent(pod: Pod, facts: Facts) -> tuple:
+    """The budgets whose allowance evicting ``pod`` spends, looked up once per request."""
+    key = ("pdb", pod.uid)
+    found = facts.memo.get(key)
+    if found is None:
+        found = facts.memo[key] = tuple(spent_on(pod, facts.budgets_of))
+    return found
+
+
 class _Running(Running):
     """Per budget, the victims it covers so far: while no pod is covered by two budgets a
     budget's violations are max(0, covered - allowed), whatever the order; otherwise the whole
     set is counted again, in upstream's order (and no two pods are alike)."""
 
     def start(self, live: Sequence[Pod], facts: Facts) -> tuple:
-        overlapping = any(len(spent_on(p, facts.budgets_of)) > 1 for p in live)
+        overlapping = any(len(_spent(p, facts)) > 1 for p in live)
         return (True, 0) if overlapping else (False, ())
 
     def alike(self, state: tuple, pod: Pod, facts: Facts) -> object:
-        return pod.uid if state[0] else tuple(b.key for b in spent_on(pod, facts.budgets_of))
+        return pod.uid if state[0] else tuple(b.key for b in _spent(pod, facts))
 
     def of_class(self, state: tuple, pod: Pod, facts: Facts) -> object:
-        return tuple((b.key, b.disruptions_allowed) for b in spent_on(pod, facts.budgets_of))
+        return tuple((b.key, b.disruptions_allowed) for b in _spent(pod, facts))
 
     def add(self, state, of_class, pods, before, facts) -> tuple[tuple, int]:
         overlapping, covered = state

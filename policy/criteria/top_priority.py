@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from policy.criteria.criterion import Criterion, Facts, Kind, Stay, Unit
+from policy.criteria.criterion import Criterion, Facts, Kind, Stay
 from policy.model import Pod
 
 
@@ -24,6 +24,6 @@ def _brief(value: float, _) -> str:
 
 
 CRITERION = Criterion(
-    name="highest victim priority", field="highest_priority", kind=Kind.MAX, least=-math.inf, unit=Unit.PRIORITY,
+    name="highest victim priority", field="highest_priority", kind=Kind.MAX, least=-math.inf,
     of_pod=_of_pod, floor="top", brief=_brief, stays=_stays,
 )

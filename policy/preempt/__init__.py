@@ -79,7 +79,7 @@ def decide(
     request = Request(
         view=view, preemptor=preemptor, proposals=proposals, in_flight=in_flight, screen=screen, now=now,
         order=order, exhaustive=exhaustive, gang_of=gang_of, budgets=budgets, homes=where,
-        choosing=victims.Request(preemptor, budgets, screen, gang_of, order, where),
+        choosing=victims.Choosing(preemptor, budgets, screen, gang_of, order, where),
     )
     outcomes = outcomes_by_node(request)
     answer, reasons = offer(request, outcomes)

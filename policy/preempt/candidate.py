@@ -173,7 +173,7 @@ def _select(
 ) -> VictimSelection | NodeRejected:
     """policy.victims.select_victims on the node as ``here`` leaves it: the one call."""
     return select_victims(
-        node=here.node, request=request.choosing, reservations=here.reservations, nameable=nameable,
+        node=here.node, choosing=request.choosing, reservations=here.reservations, nameable=nameable,
         at_least=at_least, swap=swap,
     )
 
@@ -196,7 +196,7 @@ def _no_victims(request: Request, name: str, here: Here, as_proposed: list[Pod])
     node, reservations, promised, _ = here
     preemptor = request.preemptor
     staying = [p for p in request.view.nodes[name].pods if p.uid in promised and not p.terminating]
-    as_seen = _with(node, staying)
+    as_seen = _with(node, staying) if staying else node
     if staying and room_after(as_seen, preemptor, reservations, _leaving(node, preemptor)) is None:
         # The pod fits only once victims promised to an earlier answer go, and the view
         # does not show them going: that answer's preemptor may be gone, its victims never
@@ -262,7 +262,7 @@ def _keep_scheduler_victims(request: Request, name: str, victims: list[Pod], cau
         if short:
             return NodeOutcome(name, Verdict.DROPPED, Cause.QUEUE_SHARE, reasons=(f"{why}; but {short}",))
     homeless = homes.homeless(victims, request.homes, node=name)
-    no_home = frozenset(p.uid for p in victims if not p.terminating and request.homes.home(p, excluding=name) is None)
+    no_home = frozenset(p.uid for p in victims if p.key in homeless.pods)
     # The one Order.cost outside policy.victims: victims reprieve did not choose.
     cost = request.order.cost(victims, Facts(request.budgets, request.gang_of, frozenset(opted_out), no_home))
     violations, broken = cost.detail(ranking.PDB_VIOLATIONS), cost.detail(ranking.BROKEN_GANGS)

@@ -30,4 +30,4 @@ class Request:
     gang_of: gangs.GangOf
     budgets: BudgetsOf
     homes: homes.Homes  # homes.of(view)
-    choosing: victims.Request  # what policy.victims needs of it, the same for every node
+    choosing: victims.Choosing  # what policy.victims needs of it, the same for every node

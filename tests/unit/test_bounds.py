@@ -11,7 +11,7 @@ from policy import bounds, homes, ranking, tenancy
 from policy.causes import Cause
 from policy.model import InFlight, PriorityClass
 from policy.preempt import Proposal, Verdict, decide
-from policy.victims import Request, VictimSelection, select_victims
+from policy.victims import Choosing, VictimSelection, select_victims
 from tests.builders import group, node, pdb, pod, view
 from tests.unit.test_preempt_vs_stock import B, BE, G, running_pods
 
@@ -71,7 +71,7 @@ def test_floor_is_at_most_the_cost_criterion_by_criterion(
     floor = bounds.floor(v, info, preemptor, reservations, order, homes.of(v))
     # Pods the answer may not name stay, as select_victims' ``nameable`` makes them.
     names = {f"p{i}" for i in unsettled}
-    selection = select_victims(node=info, request=Request(preemptor, v.budgets_covering, gang_of=v.gang_of, order=order, homes=homes.of(v)), reservations=reservations, nameable=lambda p: p.name not in names)
+    selection = select_victims(node=info, choosing=Choosing(preemptor, v.budgets_covering, gang_of=v.gang_of, order=order, homes=homes.of(v)), reservations=reservations, nameable=lambda p: p.name not in names)
     if not isinstance(selection, VictimSelection):
         return
     assert floor is not bounds.NO_ROOM

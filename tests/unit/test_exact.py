@@ -13,8 +13,8 @@ from policy.criteria import Facts
 from policy.importance import most_important_first
 from policy.pdb import count_violations
 from policy.qos import QoS
-from policy.victims import Request, select_victims
-from tests.builders import group, node, pdb, pod, view
+from policy.victims import Choosing, select_victims
+from tests.builders import group, node, pdb, pod, reference_key, view
 
 G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
 NOTHING = (math.inf,)
@@ -29,12 +29,13 @@ def test_one_large_victim_beats_the_two_small_ones_every_greedy_order_takes():
         pod("c", node="n1", cpu=3, priority=1, qos=G, start=2),
     ]
     v = view([node("n1", cpu=10)], running)
-    chosen = select_victims(node=v.nodes["n1"], request=Request(pod("pre", cpu=4, priority=5), v.budgets_covering), reservations=())
+    chosen = select_victims(node=v.nodes["n1"], choosing=Choosing(pod("pre", cpu=4, priority=5), v.budgets_covering), reservations=())
     assert [p.name for p in chosen.victims] == ["a"]
     assert "the cheapest of every set" in chosen.reasons[0]
 
 
-def brute_force(room, checked, live, leaving, facts, order=ranking.DEFAULT):
+def brute_force(search: exact.Search):
+    room, checked, live, leaving = search.room, search.checked, search.live, search.leaving
     best = None
     for size in range(len(live) + 1):
         for evicted in itertools.combinations(live, size):
@@ -42,7 +43,7 @@ def brute_force(room, checked, live, leaving, facts, order=ranking.DEFAULT):
             kept = [p for p in live if p.uid not in gone]
             if any(sum(p.requests.get(r, 0) for p in kept) > room[r] for r in checked):
                 continue
-            key = order.cost(most_important_first((*leaving, *evicted)), facts).key
+            key = reference_key(most_important_first((*leaving, *evicted)), search.facts, search.order)
             best = key if best is None or key < best else best
     return best
 
@@ -98,15 +99,15 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
     space = {"cpu": room[0] * 1000, "memory": room[1] * 2**30}
     no_home = frozenset(p.uid for p in live if int(p.name[1:]) % 2)  # no home (policy.homes): odd ones
     facts = Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home)
-    args = dict(room=space, checked=checked, live=live, leaving=leaving, facts=facts, order=order)
-    expected = brute_force(**args)
-    found = exact.cheapest(**args, beat=NOTHING)
+    search = exact.Search(space, checked, live, leaving, facts, order)
+    expected = brute_force(search)
+    found = exact.cheapest(search, beat=NOTHING)
     if expected is None:
         assert found is None
         return
     assert found is not None and found.key == expected
     # Only a strictly cheaper set is returned.
-    assert exact.cheapest(**args, beat=expected) is None
+    assert exact.cheapest(search, beat=expected) is None
     # The set found is what it claims: it frees enough and costs its key.
     kept = [p for p in live if p not in found.victims]
     assert all(sum(p.requests.get(r, 0) for p in kept) <= space[r] for r in checked)
@@ -116,8 +117,9 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
     homeless = sum(p.uid in no_home for p in found.victims)
     opted = sum(p.uid in opted_out for p in found.victims)
     assert found.cost.detail(ranking.BROKEN_GANGS) == broken
-    cost = order.cost(found.victims, Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home))
-    assert cost.key == found.key
+    facts = Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home)
+    cost = order.cost(found.victims, facts)
+    assert cost.key == found.key == reference_key(found.victims, facts, order)
     assert (cost.value(ranking.OPTED_OUT), cost.value(ranking.HOMELESS)) == (opted, homeless)
 
 
@@ -137,8 +139,8 @@ def test_improving_never_returns_a_set_that_does_not_fit_or_costs_more(running, 
     space = {"cpu": room[0] * 1000, "memory": room[1] * 2**30}
     # Start from the worst feasible set: every pod a victim.
     facts = Facts(v.budgets_covering)
-    start_key = ranking.DEFAULT.cost(live, facts).key
-    found = exact.improve(room=space, checked=checked, live=live, leaving=(), facts=facts, victims=live, key=start_key)
+    start_key = reference_key(live, facts)
+    found = exact.improve(exact.Search(space, checked, live, (), facts), victims=live, key=start_key)
     if found is None:
         return
     assert found.key < start_key
@@ -159,5 +161,5 @@ def test_a_swap_never_leaves_a_victim_that_could_be_spared():
     ]
     fillers = [pod(f"f{i:02d}", node="n1", priority=0, start=100 + i) for i in range(13)]
     v = view([node("n1", cpu=12, pods=40)], real + fillers, [pdb("a", allowed=1, match={"app": "a"})])
-    chosen = select_victims(node=v.nodes["n1"], request=Request(pod("pre", priority=10, cpu=4), v.budgets_covering), reservations=())
+    chosen = select_victims(node=v.nodes["n1"], choosing=Choosing(pod("pre", priority=10, cpu=4), v.budgets_covering), reservations=())
     assert [p.name for p in chosen.victims] == ["p1"]

@@ -9,7 +9,7 @@ import pytest
 from policy import gangs, preempt, ranking, stock
 from policy.gangs import GangMark, GroupMinimum
 from policy.model import InFlight
-from policy.victims import Request, VictimSelection, select_victims
+from policy.victims import Choosing, VictimSelection, select_victims
 from tests.builders import group, keys, node, pdb, pod, scheduler_proposals, view
 
 NS = "ml"
@@ -139,7 +139,7 @@ def test_the_victim_is_a_lone_pod_where_stock_breaks_the_gang():
     preemptor = pod("pre", priority=10, cpu=2)
     theirs = stock.select_victims(node=v.nodes["n1"], preemptor=preemptor, reservations=(), budgets_of=v.budgets_covering)
     assert keys(theirs.victims) == ["gang-3"]
-    mine = select_victims(node=v.nodes["n1"], request=Request(preemptor, v.budgets_covering, gang_of=v.gang_of), reservations=())
+    mine = select_victims(node=v.nodes["n1"], choosing=Choosing(preemptor, v.budgets_covering, gang_of=v.gang_of), reservations=())
     assert isinstance(mine, VictimSelection)
     assert keys(mine.victims) == ["lone-3"]
     assert mine.broken.count == 0
@@ -156,7 +156,7 @@ def test_the_victim_is_a_lone_pod_where_stock_breaks_the_gang():
 def test_a_budget_or_a_gang_as_the_ranking_orders_them(order, victim, violations, broken):
     # The lone pods are behind a budget allowing none; the gang needs all four members.
     v = four_member_gang_and_lone_pods(gang_start=100, lone_start=0, budget=True)
-    mine = select_victims(node=v.nodes["n1"], request=Request(pod("pre", priority=10, cpu=2), v.budgets_covering, gang_of=v.gang_of, order=order), reservations=())
+    mine = select_victims(node=v.nodes["n1"], choosing=Choosing(pod("pre", priority=10, cpu=2), v.budgets_covering, gang_of=v.gang_of, order=order), reservations=())
     assert keys(mine.victims) == [victim]
     assert (mine.violations.count, mine.broken.count) == (violations, broken)
 
@@ -164,7 +164,7 @@ def test_a_budget_or_a_gang_as_the_ranking_orders_them(order, victim, violations
 def test_when_a_gang_must_break_the_reasons_say_which_and_why():
     members = [pod(f"gang-{i}", node="n1", priority=1, cpu=4, gang=("train", None)) for i in range(4)]
     v = view([node("n1", cpu=16)], members, groups=[group("train", 3)])
-    mine = select_victims(node=v.nodes["n1"], request=Request(pod("pre", priority=10, cpu=8), v.budgets_covering, gang_of=v.gang_of), reservations=())
+    mine = select_victims(node=v.nodes["n1"], choosing=Choosing(pod("pre", priority=10, cpu=8), v.budgets_covering, gang_of=v.gang_of), reservations=())
     assert len(mine.victims) == 2 and mine.broken.count == 1
     assert any(
         "gang test default/train (4 running, at least 3 needed: test gang, PodGroup default/train spec.minMember=3)" in r
@@ -198,7 +198,7 @@ def test_group_minimums_are_looked_up_by_the_members_key():
 
 def test_the_reasons_name_the_gangs_a_choice_keeps_within_their_spare():
     v = four_member_gang_and_lone_pods(gang_start=100, lone_start=0)
-    mine = select_victims(node=v.nodes["n1"], request=Request(pod("pre", priority=10, cpu=2), v.budgets_covering, gang_of=v.gang_of), reservations=())
+    mine = select_victims(node=v.nodes["n1"], choosing=Choosing(pod("pre", priority=10, cpu=2), v.budgets_covering, gang_of=v.gang_of), reservations=())
     assert "takes no more than it can spare from gang test default/train (4 running, at least 4 needed: test gang)" in mine.reasons
 
 

@@ -11,11 +11,11 @@ from hypothesis import strategies as st
 
 from policy import homes, ranking, tenancy
 from policy.causes import Cause
-from policy.model import HOST_PORTS, POD_ANTI_AFFINITY, InFlight
+from policy.model import HOST_PORTS, POD_ANTI_AFFINITY, InFlight, PriorityClass
 from policy.preempt import Proposal, Verdict, decide
 from policy.qos import QoS
 from policy.tenancy import Queue, Rules
-from policy.victims import Request, VictimSelection, select_victims
+from policy.victims import Choosing, VictimSelection, select_victims
 from tests.builders import node, pdb, pod, view
 
 G, B = QoS.GUARANTEED, QoS.BURSTABLE
@@ -116,6 +116,26 @@ def test_unmodelled_constraint_keeps_scheduler_victims_and_recounts_pdbs():
     decision = decide(view=v, preemptor=preemptor, proposals=proposals(n1=["g"]))
     assert decision.answer == {"n1": Proposal(("uid-default-g",), 1)}
     assert outcome(decision, "n1").kept_scheduler_victims
+
+
+def test_kept_scheduler_victims_count_only_live_opted_out_victims():
+    # The preemptor uses host ports: the scheduler's victims are kept on both nodes. n1's are a
+    # terminating pod whose PriorityClass opts out of preemption and a priority-1 pod; n2's a
+    # priority-5 pod. The terminating pod is leaving anyway and costs nothing (policy.ranking:
+    # only live victims count), so n1 is not a last resort: it wins on priority (1 < 5). Before
+    # the criteria were modules, this one path counted it and answered n2.
+    keep = PriorityClass("keep", 0, annotations={Rules().opt_out_annotation: "false"})
+    v = view(
+        [node("n1"), node("n2")],
+        [pod("kept", node="n1", cpu=5, pc="keep", terminating=True), pod("a", node="n1", priority=1, cpu=5),
+         pod("b", node="n2", priority=5, cpu=10)],
+        classes=[keep],
+    )
+    preemptor = pod("pre", priority=10, cpu=10, unmodelled=(HOST_PORTS,))
+    decision = decide(view=v, preemptor=preemptor, proposals=proposals(n1=["kept", "a"], n2=["b"]), rules=Rules())
+    assert list(decision.answer) == ["n1"], decision.reasons
+    assert outcome(decision, "n1").kept_scheduler_victims
+    assert outcome(decision, "n1").cost.value(ranking.OPTED_OUT) == 0
 
 
 def test_existing_pod_with_required_anti_affinity_keeps_scheduler_victims():
@@ -223,7 +243,7 @@ def test_the_swap_pass_never_makes_the_answer_costlier_than_the_greedy_sets(seed
     screen = tenancy.screen(standing=standing, view=v, preemptor=preemptor)
     greedy = [
         s for n in ("n1", "n2")
-        if isinstance(s := select_victims(node=v.nodes[n], request=Request(preemptor, v.budgets_covering, screen=screen, homes=homes.of(v)), reservations=(), swap=False), VictimSelection)
+        if isinstance(s := select_victims(node=v.nodes[n], choosing=Choosing(preemptor, v.budgets_covering, screen=screen, homes=homes.of(v)), reservations=(), swap=False), VictimSelection)
     ]
     # Proposed with no victims, a node where the pod fits as it is has nothing to evict (kube-
     # scheduler 1.38's candidates: another extender's filter rejected it) and is dropped.

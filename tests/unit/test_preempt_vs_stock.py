@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from policy import homes, preempt, ranking, stock
 from policy.causes import Cause
 from policy.qos import QoS
-from policy.victims import Request, VictimSelection, select_victims
+from policy.victims import Choosing, VictimSelection, select_victims
 from tests.builders import cost_key, group, node, pdb, pod, view
 
 G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
@@ -24,7 +24,7 @@ G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
 def both(v, preemptor, name="n1", order=ranking.DEFAULT):
     info = v.nodes[name]
     reservations = v.reservations(name, pod=preemptor)
-    mine = select_victims(node=info, request=Request(preemptor, v.budgets_covering, gang_of=v.gang_of, order=order, homes=homes.of(v)), reservations=reservations)
+    mine = select_victims(node=info, choosing=Choosing(preemptor, v.budgets_covering, gang_of=v.gang_of, order=order, homes=homes.of(v)), reservations=reservations)
     theirs = stock.select_victims(node=info, preemptor=preemptor, reservations=reservations, budgets_of=v.budgets_covering)
     return mine, theirs
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from policy import ranking
+from policy import homes, ranking
+from policy.criteria import Facts
 from policy.model import PriorityClass
 from policy.preempt import Verdict, decide
 from policy.qos import QoS
 from policy.tenancy import Rules
-from tests.builders import node, pdb, pod, scheduler_proposals, view
+from tests.builders import node, pdb, pod, reference_key, scheduler_proposals, view
 
 G = QoS.GUARANTEED
 KEEP = PriorityClass("keep", 0, annotations={Rules().opt_out_annotation: "false"})  # opts its pods out
@@ -139,6 +140,13 @@ def test_node_ranking(name, v, preemptor, rules, chosen):
         loser = outcome(decision, other)
         assert loser.verdict is Verdict.OUTRANKED
         assert getattr(criterion_named(loser.reasons[-1]), "name", None) == name, loser.reasons
+    # ... and the same reasons (an exact tie of the node offered is not solved, so not reported).
+    assert fast.reasons == tuple(r for r in exhaustive.reasons if " tie; " not in r)
+    # The chosen node's cost is its victims' key, criterion by criterion (tests.builders.reference_key).
+    won, where = outcome(exhaustive, chosen), homes.of(v)
+    no_home = frozenset(p.uid for p in won.victims if where.home(p, excluding=chosen) is None)  # none opted out
+    facts = Facts(v.budgets_covering, v.gang_of, no_home=no_home)
+    assert won.cost.key == reference_key(won.victims, facts, won.cost.layout)
 
 
 def test_every_criterion_has_a_row():

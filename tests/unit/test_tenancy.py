@@ -16,7 +16,7 @@ from policy.model import HOST_PORTS, PriorityClass
 from policy.qos import QoS
 from policy.preempt import Proposal, Verdict, decide
 from policy.tenancy import OptOut, Preemption, Queue, Rules, water_fill
-from policy.victims import NodeRejected, Request, select_victims
+from policy.victims import Choosing, NodeRejected, select_victims
 from tests.builders import node, pod, view
 
 CPU = 1000  # millicores per core
@@ -134,7 +134,7 @@ def select(rules, pods, preemptor, *, nodes=None, classes=()):
     v = view(nodes or [node("n1", cpu=8)], [*pods, preemptor], classes=classes)
     standing = tenancy.with_in_flight(tenancy.assess(rules, v), v, ())
     screen = tenancy.screen(standing=standing, view=v, preemptor=preemptor)
-    return select_victims(node=v.nodes["n1"], request=Request(preemptor, v.budgets_covering, screen=screen), reservations=())
+    return select_victims(node=v.nodes["n1"], choosing=Choosing(preemptor, v.budgets_covering, screen=screen), reservations=())
 
 
 def names(selection):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from policy.qos import QoS
-from policy.victims import NodeRejected, Request, VictimSelection, select_victims
+from policy.victims import Choosing, NodeRejected, VictimSelection, select_victims
 from tests.builders import keys, node, pdb, pod, view
 
 G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
@@ -13,7 +13,7 @@ G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
 
 def select(running, preemptor, budgets=(), capacity=10, **node_kw):
     v = view([node("n1", cpu=capacity, **node_kw)], running, budgets)
-    return select_victims(node=v.nodes["n1"], request=Request(preemptor, v.budgets_covering), reservations=v.reservations("n1", pod=preemptor))
+    return select_victims(node=v.nodes["n1"], choosing=Choosing(preemptor, v.budgets_covering), reservations=v.reservations("n1", pod=preemptor))
 
 
 CASES = [

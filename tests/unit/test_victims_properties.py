@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from policy import resources
 from policy.importance import importance
 from policy.qos import QoS
-from policy.victims import Request, VictimSelection, select_victims
+from policy.victims import Choosing, VictimSelection, select_victims
 from tests.builders import node, pdb, pod, view
 
 running_pods = st.lists(
@@ -41,7 +41,7 @@ def test_victims_make_room_and_none_could_be_spared(running, need, preemptor_pri
     ]
     v = view([node("n1", cpu=10, pods=pod_slots)], pods)
     preemptor = pod("pre", priority=preemptor_priority, cpu=need)
-    result = select_victims(node=v.nodes["n1"], request=Request(preemptor, lambda p: ()), reservations=())
+    result = select_victims(node=v.nodes["n1"], choosing=Choosing(preemptor, lambda p: ()), reservations=())
     if not isinstance(result, VictimSelection):
         return
     alloc = v.nodes["n1"].node.allocatable
@@ -86,7 +86,7 @@ def test_large_nodes_get_victims_none_of_which_could_be_spared(seed, swap):
     # reprieves terminating pods, and the room they hold must not keep a live victim.
     v, preemptor = _large_node(random.Random(seed))
     info = v.nodes["n1"]
-    result = select_victims(node=info, request=Request(preemptor, v.budgets_covering), reservations=(), swap=swap)
+    result = select_victims(node=info, choosing=Choosing(preemptor, v.budgets_covering), reservations=(), swap=swap)
     if not isinstance(result, VictimSelection):
         return
     gone = {p.uid for p in result.victims} | {p.uid for p in info.pods if p.terminating}
