@@ -189,6 +189,8 @@ class Ledger:
         if len(self._answers) <= MAX_IN_FLIGHT:
             return  # neither reader can hold more
         held = [uid for uid, e in self._answers.items() if holds(e)]
+        if len(held) <= MAX_IN_FLIGHT:
+            return  # entries the other reader alone holds do not count (a negative slice dropped nearly all)
         for uid in sorted(held, key=lambda u: not first(self._answers[u]))[: len(held) - MAX_IN_FLIGHT]:
             drop(uid, self._answers[uid])
 
