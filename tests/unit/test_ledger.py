@@ -348,3 +348,42 @@ def test_each_reader_is_bounded_by_its_own_entries(monkeypatch):
         ledger.await_events(pod(name, cpu=1).uid, name)
     assert [a.events for a in ledger.awaiting_events()] == ["e1", "e2", "e3"]
     assert [f.preemptor.name for f in ledger.in_flight(v)] == ["f2", "f3", "f4"]
+
+
+def test_each_reader_sees_its_own_entries_oldest_first(monkeypatch):
+    # As with the two records before: the verbs' order is that of their answers, the
+    # witness's that of its Events; one reader taking up an entry does not make it the
+    # other's newest, neither in what it lists nor in which entry goes first at the bound.
+    from extender.state import ledger as ledgers
+
+    v, _ = scene()
+    a, b, c, d = (pod(name, cpu=1, priority=100) for name in "abcd")
+    ledger = Ledger()
+    ledger.record(a, "n1", ())
+    ledger.record(b, "n1", ())
+    ledger.await_events(b.uid, "b")
+    ledger.await_events(a.uid, "a")
+    assert [f.preemptor.name for f in ledger.in_flight(v)] == ["a", "b"]
+    assert [w.uid for w in ledger.awaiting_events()] == [b.uid, a.uid]
+    ledger.record(b, "n1", ())  # answered again: the verbs' newest, not the witness's
+    assert [f.preemptor.name for f in ledger.in_flight(v)] == ["a", "b"]
+    ledger.record(a, "n1", ())
+    assert [f.preemptor.name for f in ledger.in_flight(v)] == ["b", "a"]
+    assert [w.uid for w in ledger.awaiting_events()] == [b.uid, a.uid]
+
+    monkeypatch.setattr(ledgers, "MAX_IN_FLIGHT", 3)
+    ledger = Ledger()
+    for p in (a, b, c):
+        ledger.record(p, "n1", ())
+    ledger.await_events(a.uid, "a")
+    ledger.record(d, "n1", ())  # past the bound: the oldest answer goes, Events awaited or not
+    assert [f.preemptor.name for f in ledger.in_flight(v)] == ["b", "c", "d"]
+    assert [w.events for w in ledger.awaiting_events()] == ["a"]
+
+    ledger = Ledger()
+    for p in (a, b, c):
+        ledger.await_events(p.uid, p.name)
+    ledger.record(a, "n1", ())
+    ledger.await_events(d.uid, "d")  # past the bound: the Events awaited longest go
+    assert [w.events for w in ledger.awaiting_events()] == ["b", "c", "d"]
+    assert [f.preemptor.name for f in ledger.in_flight(v)] == ["a"]
