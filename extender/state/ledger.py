@@ -163,6 +163,12 @@ class Ledger:
                 for uid, e in ((u, self._answers[u]) for u in self._awaited)
             ]
 
+    def awaiting_count(self) -> int:
+        """How many answers the witness awaits Events for: O(1), kept as entries change, and
+        read without the lock (one ``len`` of a dict is atomic; a count a moment old only moves
+        the witness's next look by one poll)."""
+        return len(self._awaited)
+
     def drop_events(self, uid: str, *, since: float | None = None) -> None:
         """The witness awaits no Events for ``uid`` (``since``: only if still those handed over then)."""
         with self._lock:
