@@ -88,8 +88,8 @@ class Witness:
                 self._record(answer, node)
 
     def __len__(self) -> int:
-        """Answers whose Events are awaited."""
-        return len(self.ledger.awaiting_events())
+        """Answers whose Events are awaited (the ledger's count: ``_run`` asks every poll)."""
+        return self.ledger.awaiting_count()
 
     # the thread
 

@@ -12,7 +12,9 @@ The ledger is the one record of answers in flight, and it has two readers: the v
 ``await_events``, ``awaiting_events``, ``drop_events``), which keeps in an answer's entry what its
 Events will say (in shadow mode too) until a view shows the preemption carried out or not.
 Each reader lets go of an entry by its own rules, as if the other were not there; the entry
-goes when neither holds it. ``progress`` is also what the witness asks before it records Events.
+goes when neither holds it. Each sees its own entries in its own order, oldest first (the
+verbs': as answered; the witness's: as handed over), and each is bounded by its own count
+(MAX_IN_FLIGHT). ``progress`` is also what the witness asks before it records Events.
 """
 
 from __future__ import annotations
@@ -59,7 +61,11 @@ class Ledger:
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._lock = threading.Lock()
-        self._answers: OrderedDict[str, _Entry] = OrderedDict()  # preemptor UID -> its answer
+        self._answers: dict[str, _Entry] = {}  # preemptor UID -> its entry
+        # Each reader's entries, oldest first: taking up an entry makes it the newest of that
+        # reader's only (with one order, an answer recorded again reordered the Events too).
+        self._flights: OrderedDict[str, None] = OrderedDict()  # the verbs': ``flight`` not None
+        self._awaited: OrderedDict[str, None] = OrderedDict()  # the witness's: ``events`` not None
 
     def in_flight(self, view: ClusterView, *, asking: Pod | None = None) -> tuple[InFlight, ...]:
         """Answers ``view`` does not show settled and that have not expired.
@@ -81,9 +87,8 @@ class Ledger:
         revision = view.revision
         held = []
         with self._lock:
-            for uid, entry in list(self._answers.items()):
-                if entry.flight is None:
-                    continue
+            for uid in list(self._flights):
+                entry = self._answers[uid]
                 if now - entry.since > IN_FLIGHT_SECONDS or (asking is not None and _twin(entry.flight.preemptor, asking)):
                     self._let_go(uid, entry)
                     continue
@@ -116,13 +121,15 @@ class Ledger:
             return  # the scheduler always sends one; without it there is nothing to match
         with self._lock:
             # A newer answer replaces the older (Events awaited for it stay the witness's to drop).
-            entry = self._answers.pop(preemptor.uid, None) or _Entry(0.0, None)
+            entry = self._answers.get(preemptor.uid) or _Entry(0.0, None)
             flight = InFlight(preemptor, node, victims)
             self._answers[preemptor.uid] = entry._replace(
                 since=self._clock(), flight=flight, decided_at=decided_at, shown_at=shown_at, settled_at=None
             )
+            self._flights.pop(preemptor.uid, None)
+            self._flights[preemptor.uid] = None
             # settled answers go first, then the oldest
-            self._bound(lambda e: e.flight is not None, self._let_go, first=lambda e: e.settled_at is not None)
+            self._bound(self._flights, self._let_go, first=lambda e: e.settled_at is not None)
 
     def forget(self, preemptor: Pod) -> None:
         """The scheduler asked again and got no node: an earlier answer for it is void."""
@@ -133,7 +140,7 @@ class Ledger:
     def __len__(self) -> int:
         """Answers not seen settled by any view yet."""
         with self._lock:
-            return sum(entry.flight is not None and entry.settled_at is None for entry in self._answers.values())
+            return sum(self._answers[uid].settled_at is None for uid in self._flights)
 
     # the Events witness's
 
@@ -141,9 +148,11 @@ class Ledger:
         """The witness awaits ``events`` for the answer to ``uid``, in place of any earlier."""
         now = self._clock()
         with self._lock:
-            entry = self._answers.pop(uid, None) or _Entry(now, None)
+            entry = self._answers.get(uid) or _Entry(now, None)
             self._answers[uid] = entry._replace(events=events, events_since=now)
-            self._bound(lambda e: e.events is not None, self._drop_events)  # the oldest go first
+            self._awaited.pop(uid, None)
+            self._awaited[uid] = None
+            self._bound(self._awaited, self._drop_events)  # the oldest go first
 
     def awaiting_events(self) -> list[Awaiting]:
         """The answers whose Events the witness awaits, oldest first."""
@@ -151,9 +160,14 @@ class Ledger:
         with self._lock:
             return [
                 Awaiting(uid, e.events_since, e.events, now - e.events_since > IN_FLIGHT_SECONDS)
-                for uid, e in self._answers.items()
-                if e.events is not None
+                for uid, e in ((u, self._answers[u]) for u in self._awaited)
             ]
+
+    def awaiting_count(self) -> int:
+        """How many answers the witness awaits Events for: O(1), kept as entries change, and
+        read without the lock (one ``len`` of a dict is atomic; a count a moment old only moves
+        the witness's next look by one poll)."""
+        return len(self._awaited)
 
     def drop_events(self, uid: str, *, since: float | None = None) -> None:
         """The witness awaits no Events for ``uid`` (``since``: only if still those handed over then)."""
@@ -166,12 +180,14 @@ class Ledger:
 
     def _let_go(self, uid: str, entry: _Entry) -> None:
         """The verbs hold the answer no longer; the entry goes unless Events are awaited."""
+        del self._flights[uid]
         if entry.events is None:
             del self._answers[uid]
         else:
             self._answers[uid] = entry._replace(flight=None)
 
     def _drop_events(self, uid: str, entry: _Entry) -> None:
+        del self._awaited[uid]
         if entry.flight is None:
             del self._answers[uid]
         else:
@@ -179,17 +195,22 @@ class Ledger:
 
     def _bound(
         self,
-        holds: Callable[[_Entry], bool],
+        order: OrderedDict[str, None],
         drop: Callable[[str, _Entry], None],
         *,
-        first: Callable[[_Entry], bool] = lambda e: False,
+        first: Callable[[_Entry], bool] | None = None,
     ) -> None:
-        """At most MAX_IN_FLIGHT entries one reader ``holds``: past it, ``drop`` the ``first``
-        ones, then the oldest."""
-        if len(self._answers) <= MAX_IN_FLIGHT:
-            return  # neither reader can hold more
-        held = [uid for uid, e in self._answers.items() if holds(e)]
-        for uid in sorted(held, key=lambda u: not first(self._answers[u]))[: len(held) - MAX_IN_FLIGHT]:
+        """At most MAX_IN_FLIGHT entries in one reader's ``order``: past it, ``drop`` the
+        ``first`` ones, then the oldest."""
+        if len(order) <= MAX_IN_FLIGHT:
+            return  # entries the other reader alone holds do not count
+        if first is not None:
+            for uid in [u for u in order if first(self._answers[u])]:
+                if len(order) <= MAX_IN_FLIGHT:
+                    break
+                drop(uid, self._answers[uid])
+        while len(order) > MAX_IN_FLIGHT:
+            uid = next(iter(order))
             drop(uid, self._answers[uid])
 
 

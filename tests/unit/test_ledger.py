@@ -324,3 +324,66 @@ def test_an_answer_for_an_earlier_pod_of_the_asking_pods_name_is_forgotten():
     assert len(ledger.in_flight(at(v, 1), asking=second)) == 1  # another name: kept
     assert ledger.in_flight(at(v, 1), asking=again) == ()
     assert len(ledger) == 0
+
+
+def test_each_reader_is_bounded_by_its_own_entries(monkeypatch):
+    # One record, two readers: entries only the witness holds (Events awaited, no answer in
+    # flight) must not count against the answers in flight, nor those against the Events.
+    from extender.state import ledger as ledgers
+
+    monkeypatch.setattr(ledgers, "MAX_IN_FLIGHT", 3)
+    v, _ = scene()
+    ledger = Ledger()
+    for name in ("e0", "e1"):
+        ledger.await_events(pod(name, cpu=1).uid, name)
+    for name in ("f1", "f2"):
+        ledger.record(pod(name, cpu=1, priority=100), "n1", ())
+    assert [f.preemptor.name for f in ledger.in_flight(v)] == ["f1", "f2"]
+    assert [a.events for a in ledger.awaiting_events()] == ["e0", "e1"]
+    for name in ("f3", "f4"):  # past the bound: the oldest answers go, the Events stay
+        ledger.record(pod(name, cpu=1, priority=100), "n1", ())
+    assert [f.preemptor.name for f in ledger.in_flight(v)] == ["f2", "f3", "f4"]
+    assert [a.events for a in ledger.awaiting_events()] == ["e0", "e1"]
+    for name in ("e2", "e3"):  # and the other way round
+        ledger.await_events(pod(name, cpu=1).uid, name)
+    assert [a.events for a in ledger.awaiting_events()] == ["e1", "e2", "e3"]
+    assert [f.preemptor.name for f in ledger.in_flight(v)] == ["f2", "f3", "f4"]
+
+
+def test_each_reader_sees_its_own_entries_oldest_first(monkeypatch):
+    # As with the two records before: the verbs' order is that of their answers, the
+    # witness's that of its Events; one reader taking up an entry does not make it the
+    # other's newest, neither in what it lists nor in which entry goes first at the bound.
+    from extender.state import ledger as ledgers
+
+    v, _ = scene()
+    a, b, c, d = (pod(name, cpu=1, priority=100) for name in "abcd")
+    ledger = Ledger()
+    ledger.record(a, "n1", ())
+    ledger.record(b, "n1", ())
+    ledger.await_events(b.uid, "b")
+    ledger.await_events(a.uid, "a")
+    assert [f.preemptor.name for f in ledger.in_flight(v)] == ["a", "b"]
+    assert [w.uid for w in ledger.awaiting_events()] == [b.uid, a.uid]
+    ledger.record(b, "n1", ())  # answered again: the verbs' newest, not the witness's
+    assert [f.preemptor.name for f in ledger.in_flight(v)] == ["a", "b"]
+    ledger.record(a, "n1", ())
+    assert [f.preemptor.name for f in ledger.in_flight(v)] == ["b", "a"]
+    assert [w.uid for w in ledger.awaiting_events()] == [b.uid, a.uid]
+
+    monkeypatch.setattr(ledgers, "MAX_IN_FLIGHT", 3)
+    ledger = Ledger()
+    for p in (a, b, c):
+        ledger.record(p, "n1", ())
+    ledger.await_events(a.uid, "a")
+    ledger.record(d, "n1", ())  # past the bound: the oldest answer goes, Events awaited or not
+    assert [f.preemptor.name for f in ledger.in_flight(v)] == ["b", "c", "d"]
+    assert [w.events for w in ledger.awaiting_events()] == ["a"]
+
+    ledger = Ledger()
+    for p in (a, b, c):
+        ledger.await_events(p.uid, p.name)
+    ledger.record(a, "n1", ())
+    ledger.await_events(d.uid, "d")  # past the bound: the Events awaited longest go
+    assert [w.events for w in ledger.awaiting_events()] == ["b", "c", "d"]
+    assert [f.preemptor.name for f in ledger.in_flight(v)] == ["a"]

@@ -352,6 +352,22 @@ def test_the_verbs_and_the_witness_share_one_record_each_letting_go_by_its_own_r
     assert [f.preemptor.uid for f in w.ledger.in_flight(v)] == [preemptor.uid]  # ...the answer is still in flight
 
 
+def test_the_witness_counts_what_it_awaits_without_listing_it(monkeypatch):
+    # The witness's thread asks every POLL_SECONDS how many answers await Events: a count the
+    # ledger keeps, not a list built under the lock the preempt verb takes.
+    v, preemptor, burstable, guaranteed = scene()
+    w, _, _ = witness()
+    other = pod("other", ns="shop", cpu=2, priority=10)
+    w.ledger.record(other, "n1", ())  # an answer in flight, no Events awaited for it
+    answer(w, v, preemptor, [guaranteed])
+    answer(w, v, preemptor, [guaranteed])  # in place of the first
+    assert w.ledger.awaiting_count() == len(w.ledger.awaiting_events()) == 1
+    monkeypatch.setattr(w.ledger, "awaiting_events", lambda: pytest.fail("listed to count"))
+    assert len(w) == 1
+    w.ledger.drop_events(preemptor.uid)
+    assert len(w) == 0 and w.ledger.awaiting_count() == 0 and len(w.ledger) == 1
+
+
 def test_the_app_records_its_answers_in_the_witness_ledger(example_view):
     w, _, _ = witness()
     client = create_app(Settings(), cluster=StaticCluster(example_view), events=w).test_client()
