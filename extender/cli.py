@@ -88,8 +88,8 @@ def _parser() -> argparse.ArgumentParser:
         "simulate",
         help="replay pending pods through stock preemption and through reprieve, totals side by side (docs/simulate.md)",
     )
-    simulate.add_argument("--snapshot", help="cluster dump to start from (with --pods)")
-    simulate.add_argument("--pods", help="the pending pods, in order: Pod objects in a YAML or JSON file")
+    simulate.add_argument("--snapshot", help="cluster dump to start from; alone, its own pending pods are replayed in queue order")
+    simulate.add_argument("--pods", help="the pending pods, in order: a YAML or JSON file (a full dump too: only its pending Pods are kept)")
     simulate.add_argument("--generate", type=int, metavar="N", help="instead: a synthetic cluster and N pending preemptors")
     simulate.add_argument("--seed", type=int, default=0, help="with --generate: the random seed (default 0)")
     simulate.add_argument(
@@ -333,6 +333,7 @@ def _simulate(args: argparse.Namespace) -> int:
             seed=args.seed,
             replace=args.replace,
             output=args.output,
+            warn=lambda note: print(f"reprieve: {note}", file=sys.stderr),
         )
     )
     return 0

@@ -22,6 +22,9 @@ class Cause(str, Enum):
     UNMODELLED = "unmodelled constraints"
     IN_FLIGHT = "victims already promised"
     VIEW_HAS_ROOM = "view has room"  # policy.stock: upstream finds no victim to evict
+    # policy.stock: the preemptor's own constraints keep it off the node (cordon, taints, node
+    # selector and affinity, policy.placement), so preemption never considers it.
+    FILTERED = "filtered out"
     # The scheduler's victims could be fewer in reprieve's view: the scheduler counts something
     # reprieve cannot see yet, so reprieve's victims free at least as much as the scheduler's.
     SCHEDULER_SEES_LESS = "scheduler sees less room"

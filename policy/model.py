@@ -58,6 +58,8 @@ class Pod:
     # Its controller's kind and its node constraints (policy.placement): one shared object per
     # distinct value, so that each pod pays one slot (policy.homes reads it).
     placement: Placement = BARE
+    # spec.schedulingGates is not empty: the scheduler does not queue it yet (policy.scheduling_queue).
+    gated: bool = False
     # When reprieve's view first showed the pod bound to its node (seconds since the epoch);
     # None: as old as the view itself (a snapshot, a first list). Not part of the pod's identity.
     bound_at: float | None = field(default=None, compare=False)

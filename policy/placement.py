@@ -1,6 +1,7 @@
 """Which nodes a pod may go to by the nodes alone, as kube-scheduler's NodeAffinity,
 TaintToleration and NodeUnschedulable filters judge it: the pod's node selector, its required
-node affinity and its tolerations against a node's labels, name, taints and cordon.
+node affinity and its tolerations against a node's labels, name, taints and cordon. Used for
+victims' replacements (policy.homes) and for the preemptor itself (policy.stock's dry run).
 
 Invalid terms (an operator upstream does not know, ``In`` without values, ``Gt`` on a value
 that is not an integer) match nothing, as upstream's parse errors do. Tolerations with the
@@ -150,6 +151,23 @@ class Placement:
 
     def admits(self, node: Node) -> bool:
         return self.selects(node) and self.tolerates(node)
+
+    def refusal(self, node: Node) -> str:
+        """Why the scheduler's filters keep the pod off ``node``, or '' if they admit it.
+
+        The filters in kube-scheduler's default order (NodeUnschedulable, TaintToleration,
+        NodeAffinity), the first that fails giving the reason, in upstream's words. Each
+        failure is UnschedulableAndUnresolvable: preemption never considers the node.
+        """
+        tolerations = self.tolerations
+        if node.unschedulable and not _tolerated(_CORDON, tolerations):
+            return "node(s) were unschedulable: cordoned (spec.unschedulable)"
+        for taint in node.taints:
+            if taint.effect in (NO_SCHEDULE, NO_EXECUTE) and not _tolerated(taint, tolerations):
+                return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}} ({taint.effect})"
+        if not self.selects(node):
+            return "node(s) didn't match Pod's node affinity/selector"
+        return ""
 
 
 def _tolerated(taint: Taint, tolerations: tuple[Toleration, ...]) -> bool:

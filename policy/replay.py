@@ -3,8 +3,10 @@
 Each side starts from the same cluster and applies its own decisions to its own copy of it:
 the victims are removed and the preemptor is bound to the chosen node. A pod that fits
 somewhere without preemption is bound to the first such node by name on both sides (the
-scheduler would bind it and preempt nothing). The two sides differ only in who picks the
-victims:
+scheduler would bind it and preempt nothing). Only the nodes the pod's own constraints admit
+(cordon, taints, node selector and affinity: policy.stock applies them first, as the
+scheduler's filters do) are places to fit or to preempt. The two sides differ only in who picks
+the victims:
 
 - **stock**: policy.stock.decide, upstream DefaultPreemption's own dry run and pick;
 - **reprieve**: the same dry run's proposals, fed to policy.preempt.decide exactly as the

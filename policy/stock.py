@@ -11,9 +11,15 @@ proposals the scheduler would send (``policy.preempt.Proposal``). The rules, fro
 - a terminating pod is an ordinary potential victim and spends PDB allowance;
 - nodes are picked by ``pickOneNodeForPreemption``, whose last tie-break is Go map order.
 
-Not emulated: filters other than resources and held room (taints, affinity, ports, ...; use
-explain's ``--nodes`` to leave out nodes they would reject), and the candidate sampling of
-clusters with more than 100 potential nodes (every node is dry-run here).
+The preemptor's own constraints are applied first, as the scheduler's filters are: a node
+that its cordon, taints, node selector or required node affinity keep the pod off
+(policy.placement) is neither a place it fits nor a candidate (upstream's
+``nodesWherePreemptionMightHelp`` skips UnschedulableAndUnresolvable nodes).
+
+Not emulated: the filters reprieve does not model (inter-pod affinity, topology spread, host
+ports, volumes, dynamic resource claims: ``Pod.unmodelled``; use explain's ``--nodes`` to leave
+out nodes they would reject), and the candidate sampling of clusters with more than 100
+potential nodes (every node is dry-run here).
 """
 
 from __future__ import annotations
@@ -231,7 +237,9 @@ class Decision:
 
     refusal: str  # why the pod may not preempt at all; empty when it may
     fits: tuple[str, ...]  # nodes where the pod fits without preemption (then none is run)
-    nodes: Mapping[str, Victims | NotCandidate]  # the dry run on every node it does not fit
+    # the dry run on every node it does not fit (with the refusal: none), and every node the
+    # pod's constraints reject (NotCandidate, Cause.FILTERED)
+    nodes: Mapping[str, Victims | NotCandidate]
     pick: Pick
 
     @property
@@ -244,29 +252,37 @@ def eligibility(*, view: ClusterView, preemptor: Pod) -> str:
     """Upstream's ``PodEligibleToPreemptOthers``: why the pod may not preempt, or ''.
 
     Any terminating lower-priority pod on the nominated node counts (newer releases also
-    require the DisruptionTarget condition the scheduler sets when it preempts).
+    require the DisruptionTarget condition the scheduler sets when it preempts), unless the
+    pod's constraints now reject that node: then it may preempt again.
     """
     if preemptor.preemption_never:
         return "not eligible due to preemptionPolicy=Never"
     nominated = view.nodes.get(preemptor.nominated_node_name or "")
+    if nominated and preemptor.placement.refusal(nominated.node):
+        return ""
     if nominated and any(p.terminating and p.priority < preemptor.priority for p in nominated.pods):
         return "not eligible due to a terminating pod on the nominated node"
     return ""
 
 
 def decide(*, view: ClusterView, preemptor: Pod, node_names: Iterable[str]) -> Decision:
-    """Dry-run stock preemption on every named node where the pod does not fit, then pick.
+    """Dry-run stock preemption on every named node that admits the pod and where it does not
+    fit, then pick. A node the pod's constraints reject is a NotCandidate (Cause.FILTERED).
 
     The dry run is done even when the pod fits somewhere (then the scheduler would bind it
     and not preempt: see ``Decision.fits``), so that explain can show what preemption would do
     among the other nodes.
     """
     refusal = eligibility(view=view, preemptor=preemptor)
+    placement = preemptor.placement
     fitting: list[str] = []
     nodes: dict[str, Victims | NotCandidate] = {}
     for name in node_names:
         info = view.nodes[name]
-        if not shortfall(view=view, pod=preemptor, node=info):
+        filtered = placement.refusal(info.node)
+        if filtered:  # the scheduler's filters reject it before any preemption
+            nodes[name] = NotCandidate(name, filtered, Cause.FILTERED)
+        elif not shortfall(view=view, pod=preemptor, node=info):
             fitting.append(name)
         elif not refusal:
             nodes[name] = select_victims(

@@ -160,11 +160,11 @@ def _stock_side(both: _Both, name: str) -> dict:
     }
     if both.fits is not None and name in both.fits:
         side["status"] = "fits without preemption"
-    elif both.refusal:
-        side["reasons"] = [both.refusal]
-    elif isinstance(dry, stock.NotCandidate):
+    elif isinstance(dry, stock.NotCandidate):  # filtered out comes first: filters run before preemption
         side["status"] = f"not a candidate: {dry.cause.value}"
         side["reasons"] = [dry.reason]
+    elif both.refusal:
+        side["reasons"] = [both.refusal]
     elif proposal is not None:
         side["status"] = "candidate"
         side["victims"] = _victims(both.view, proposal.uids)
@@ -249,6 +249,7 @@ def _pod(pod: Pod) -> dict:
         "requests": resources.describe(pod.requests),
         "nominated_node": pod.nominated_node_name,
         "preemption_policy": "Never" if pod.preemption_never else "PreemptLowerPriority",
+        "unmodelled": list(pod.unmodelled),
     }
 
 

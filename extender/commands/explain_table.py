@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 WIDTH = 80
 MARK = "*"  # marks whatever differs between stock preemption and reprieve
+FILTERED = "not a candidate: filtered out"  # a stock status (explain_report, policy.causes.Cause.FILTERED)
 
 
 def render(report: dict) -> str:
@@ -43,8 +44,20 @@ def _header(report: dict) -> list[str]:
         extras.append("preemptionPolicy Never")
     if extras:
         lines += _wrap(", ".join(extras), "  ")
+    lines += _unmodelled(pod)
     lines += _wrap(f"snapshot {source['snapshot']}" if source["snapshot"] else f"live: {source['cluster']}", "  ")
     return lines + [""]
+
+
+def _unmodelled(pod: dict) -> list[str]:
+    """What the pod uses that reprieve does not model: the scheduler may reject nodes shown here."""
+    if not pod["unmodelled"]:
+        return []
+    return _wrap(
+        f"not modelled: {', '.join(pod['unmodelled'])}; the scheduler may reject nodes this "
+        "report admits (--nodes leaves them out)",
+        "  ",
+    )
 
 
 def _preemption(report: dict) -> list[str]:
@@ -93,7 +106,12 @@ def _node(row: dict) -> list[str]:
     s, r = row["stock"], row["reprieve"]
     lines += _side("stock", _stock_status(s), s["victims"], s["reasons"])
     if r["verdict"] is None:
-        why = "does not preempt for this pod" if s["candidate"] else "not asked: not a stock candidate"
+        if s["candidate"]:
+            why = "does not preempt for this pod"
+        elif s["status"] == FILTERED:
+            why = "not asked: the scheduler's filters reject the node"
+        else:
+            why = "not asked: not a stock candidate"
         lines += _side("reprieve", why, [], [])
     else:
         lines += _side("reprieve", _reprieve_status(r), r["victims"], r["reasons"])

@@ -1,22 +1,22 @@
 """``reprieve simulate``: replay pending pods through stock preemption and through reprieve.
 
-Reads the workload (a snapshot and a file of pending Pods, or a seeded synthetic one from
-policy.workload), runs policy.replay on both sides and renders the totals side by side, as a
-table or as JSON. docs/simulate.md documents every field.
+Reads the workload (a snapshot with its own pending pods or a file of them, as
+extender.commands.pending picks them; or a seeded synthetic one from policy.workload), runs
+policy.replay on both sides and renders the totals side by side, as a table or as JSON.
+docs/simulate.md documents every field.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
-import pydantic
-import yaml
 
+from extender.commands import pending as pending_pods
 from extender.errors import ConfigError
-from extender.state import kube, snapshot, translate
+from extender.state import snapshot
 from policy import replay, workload
 from policy.model import Pod
 from policy.view import ClusterView
@@ -45,8 +45,10 @@ def run(
     seed: int = 0,
     replace: bool = False,
     output: str = "table",
+    warn: Callable[[str], None] = lambda note: None,
 ) -> str:
-    """The rendered report; bad input raises a ReprieveError naming the file and object."""
+    """The rendered report; bad input raises a ReprieveError naming the file and object.
+    ``warn`` is given a line for each thing left out of the queue (extender.commands.pending)."""
     if generate is not None:
         if snapshot_path or pods_path:
             raise ConfigError("--generate makes its own cluster and pods; leave out --snapshot and --pods")
@@ -56,10 +58,16 @@ def run(
         view, pending = made.view, made.pending
         source = {"snapshot": None, "pods": None, "generate": generate, "seed": seed}
     else:
-        if not snapshot_path or not pods_path:
-            raise ConfigError("give --snapshot and --pods, or --generate N (with --seed S)")
+        if not snapshot_path:
+            raise ConfigError("give --snapshot (with --pods, or alone to replay its own pending pods), or --generate N")
         view = snapshot.load(snapshot_path)
-        pending = load_pending(view, Path(pods_path))
+        if pods_path:
+            queue = pending_pods.of_file(view, Path(pods_path))
+        else:
+            queue = pending_pods.of_snapshot(view, f"snapshot {snapshot_path}")
+        for note in queue.notes:
+            warn(note)
+        view, pending = queue.view, queue.pods
         source = {"snapshot": snapshot_path, "pods": pods_path, "generate": None, "seed": None}
     report = build_report(view, pending, replace=replace)
     report["input"] = {**source, "replace": replace}
@@ -105,6 +113,8 @@ def render(report: dict) -> str:
     load = report["workload"]
     if source["generate"] is not None:
         what = f"generated workload (--generate {source['generate']} --seed {source['seed']})"
+    elif source["pods"] is None:
+        what = f"{source['snapshot']}: its own pending pods, in queue order"
     else:
         what = f"{source['snapshot']} + {source['pods']}"
     lines = [
@@ -121,54 +131,3 @@ def render(report: dict) -> str:
             f"{label:<24}{totals['stock'][key]:>10}{totals['reprieve'][key]:>10}{(f'{diff:+d}' if diff else '0'):>12}"
         )
     return "\n".join(lines) + "\n"
-
-
-def load_pending(view: ClusterView, path: Path) -> tuple[Pod, ...]:
-    """Pending Pods from a YAML (one or more documents) or JSON file, or a ``kind: List`` of them."""
-    try:
-        text = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"--pods {path}: cannot read: {exc.strerror}") from None
-    try:
-        docs = [orjson.loads(text)] if path.suffix == ".json" else [d for d in yaml.safe_load_all(text) if d is not None]
-    except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ConfigError(f"--pods {path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {' '.join(str(exc).split())}") from None
-    objects: list[tuple[str, object]] = []
-    for d, doc in enumerate(docs):
-        if isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
-            objects.extend((f"--pods {path}: document {d} item {i}", item) for i, item in enumerate(doc["items"]))
-        else:
-            objects.append((f"--pods {path}: document {d}", doc))
-    if not objects:
-        raise ConfigError(f"--pods {path}: no Pod objects")
-    pods: list[Pod] = []
-    seen: set[str] = set()
-    for where, obj in objects:
-        pod = _pending_pod(view, where, obj)
-        if pod.uid in seen or pod.uid in view.pods:
-            raise ConfigError(f"{where}: Pod {pod.key}: UID {pod.uid} appears twice")
-        seen.add(pod.uid)
-        pods.append(pod)
-    return tuple(pods)
-
-
-def _pending_pod(view: ClusterView, where: str, obj: object) -> Pod:
-    if not isinstance(obj, dict) or obj.get("kind", "Pod") != "Pod":
-        kind = obj.get("kind") if isinstance(obj, dict) else type(obj).__name__
-        raise ConfigError(f"{where}: expected a Pod, found {kind!r}")
-    try:
-        parsed = kube.Pod.model_validate(obj)
-    except pydantic.ValidationError as exc:
-        raise ConfigError(f"{where}: {kube.describe_validation(exc)}") from None
-    name = parsed.metadata.name
-    if not name:
-        raise ConfigError(f"{where}: metadata.name: required")
-    spec = parsed.spec
-    if spec.nodeName:
-        raise ConfigError(f"{where} (Pod {name}): spec.nodeName is set ({spec.nodeName}); simulate places pending pods")
-    if spec.priority is None and spec.priorityClassName and spec.priorityClassName not in view.priority_classes:
-        raise ConfigError(f"{where} (Pod {name}): spec.priorityClassName: no PriorityClass {spec.priorityClassName!r} in the snapshot")
-    pod = translate.pod_record(parsed, view.priority_classes)
-    if not pod.uid:  # a manifest, not yet created: any stable, unique UID does
-        pod = dataclasses.replace(pod, uid=f"pending:{pod.key}")
-    return pod

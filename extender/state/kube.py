@@ -154,6 +154,7 @@ class PodSpec(_Object):
     volumes: list[dict[str, Any]] | None = None
     resourceClaims: list[dict[str, Any]] | None = None
     schedulingGroup: SchedulingGroup | None = None
+    schedulingGates: list[Any] | None = None  # only whether there are any (translate.pod_record)
 
 
 class PodStatus(_Object):

@@ -188,6 +188,7 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
         scheduler_name=name(spec.schedulerName) or model.DEFAULT_SCHEDULER,
         gang=mark(gang) if gang is not None else None,
         placement=_placement(controller.kind or None if controller else None, spec, shared=shared),
+        gated=bool(spec.schedulingGates),
     )
 
 

@@ -128,17 +128,28 @@ BAD_FILES = {
     "kind: Pod\napiVersion: v1\nmetadata: {name: a}\nspec: {containers: [{name: c}]}\n",
     "quantity.yaml": "kind: Pod\napiVersion: v1\nmetadata: {name: a}\nspec: {containers: [{name: c, resources: {requests: {cpu: fast}}}]}\n",
     "empty.yaml": "# nothing\n",
+    "scalar.yaml": "7\n",
 }
 
 BAD = [
-    pytest.param((), "give --snapshot and --pods, or --generate N", id="nothing"),
-    pytest.param(("--snapshot", WORKLOAD[1]), "give --snapshot and --pods", id="snapshot-alone"),
+    pytest.param((), "give --snapshot (with --pods, or alone to replay its own pending pods), or --generate N", id="nothing"),
+    pytest.param(("--pods", WORKLOAD[3]), "give --snapshot", id="pods-without-snapshot"),
+    pytest.param(("--snapshot", WORKLOAD[1]), "no pending Pods to replay; give the queue with --pods FILE", id="snapshot-without-pending-pods"),
     pytest.param(("--generate", "5", "--snapshot", WORKLOAD[1]), "--generate makes its own cluster", id="generate-and-snapshot"),
     pytest.param(("--generate", "0"), "--generate must be at least 1", id="generate-zero"),
     pytest.param(("--snapshot", WORKLOAD[1], "--pods", "missing.yaml"), "--pods missing.yaml: cannot read", id="missing-pods"),
-    pytest.param(("--snapshot", WORKLOAD[1], "--pods", "{tmp}/bound.yaml"), "spec.nodeName is set (q-00)", id="bound-pod"),
+    pytest.param(
+        ("--snapshot", WORKLOAD[1], "--pods", "{tmp}/bound.yaml"),
+        "bound.yaml: no pending Pod objects (left out Pods the scheduler would not queue: 1 bound to a node)",
+        id="only-a-bound-pod",
+    ),
     pytest.param(("--snapshot", WORKLOAD[1], "--pods", "{tmp}/not-yaml.yaml"), "not valid YAML", id="not-yaml"),
-    pytest.param(("--snapshot", WORKLOAD[1], "--pods", "{tmp}/node.yaml"), "expected a Pod, found 'Node'", id="wrong-kind"),
+    pytest.param(
+        ("--snapshot", WORKLOAD[1], "--pods", "{tmp}/node.yaml"),
+        "node.yaml: no pending Pod objects (left out objects that are not Pods: 1 Node)",
+        id="only-another-kind",
+    ),
+    pytest.param(("--snapshot", WORKLOAD[1], "--pods", "{tmp}/scalar.yaml"), "document 0: expected a Kubernetes object, found int", id="not-an-object"),
     pytest.param(("--snapshot", WORKLOAD[1], "--pods", "{tmp}/class.yaml"), "no PriorityClass 'gold'", id="unknown-class"),
     pytest.param(("--snapshot", WORKLOAD[1], "--pods", "{tmp}/twice.yaml"), "document 1: Pod default/a: UID pending:default/a appears twice", id="twice"),
     pytest.param(("--snapshot", WORKLOAD[1], "--pods", "{tmp}/quantity.yaml"), "'fast' is not a quantity", id="bad-quantity"),

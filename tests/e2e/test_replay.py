@@ -27,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from extender.commands import simulate
+from extender.commands import pending as pending_pods, simulate
 from extender.state import snapshot
 from policy import replay
 from tests.e2e import burst
@@ -139,7 +139,7 @@ def test_replay_reprieve_no_worse_than_stock_on_every_column(plane, record_prope
     objects = _items(CLUSTER)
     assert not any(o["metadata"].get("ownerReferences") for o in objects), "no_home is every victim and cascade 0 only without owners"
     view = snapshot.load(CLUSTER)
-    predicted = simulate.build_report(view, simulate.load_pending(view, PENDING), replace=False)["totals"]
+    predicted = simulate.build_report(view, pending_pods.of_file(view, PENDING).pods, replace=False)["totals"]
 
     real = {replay.STOCK: _replay(plane, STOCK), replay.REPRIEVE: _replay(plane, REPRIEVE)}
     table = "\n".join(

@@ -467,3 +467,15 @@ def test_preempt_offers_the_node_whose_victim_has_a_home():
     n1 = next(o for o in full.outcomes if o.node == "n1")
     assert "victims with no home 1 here vs 0" in n1.reasons[-1], n1.reasons
     assert "1 victim(s) have nowhere else to go: default/bare (no controller re-creates it)" in n1.reasons
+
+
+@settings(max_examples=300, deadline=None)
+@given(scene=scenes())
+def test_refusal_names_a_reason_exactly_where_admits_says_no(scene):
+    """placement.refusal (the preemptor's filters, policy.stock) and placement.admits (victims'
+    homes) are one judgement: a reason exactly where a node is not admitted."""
+    v, victims, _ = scene
+    for victim in victims:
+        for info in v.nodes.values():
+            reason = victim.placement.refusal(info.node)
+            assert (reason == "") == victim.placement.admits(info.node), (reason, info.node)

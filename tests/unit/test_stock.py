@@ -11,7 +11,7 @@ from policy import stock
 from policy.causes import Cause
 from policy.preempt import Proposal
 from policy.qos import QoS
-from tests.builders import keys, node, pdb, pod, view
+from tests.builders import keys, node, pdb, pod, term, tolerate, view
 from tests.conftest import ROOT
 
 G, B = QoS.GUARANTEED, QoS.BURSTABLE
@@ -344,6 +344,78 @@ def test_ineligible_preemptor_preempts_nothing(preemptor, running, refusal):
     result = stock.decide(view=v, preemptor=preemptor, node_names=["n1"])
     assert refusal in result.refusal
     assert result.proposals == {} and result.pick.chosen is None
+
+
+GPU = "nvidia.com/gpu=present:NoSchedule"
+
+# The preemptor's own constraints, as kube-scheduler's filters apply them before preemption.
+# n1 runs 'low' (priority 1, 8 of 10 cpu): the preemptor (priority 10, 4 cpu) fits nowhere on
+# it until 'low' goes, so an admitted n1 is a candidate. n2 is empty: an admitted n2 is a fit.
+# Each case changes what the nodes carry or what the preemptor asks; ``reason`` is the filtered
+# nodes' reason (upstream's words), or None where both nodes admit the pod.
+FILTER_CASES = [
+    pytest.param({}, {}, None, id="no-constraints"),
+    pytest.param({"taints": (GPU,)}, {}, "had untolerated taint {nvidia.com/gpu: present} (NoSchedule)", id="noschedule-taint"),
+    pytest.param({"taints": ("k:NoExecute",)}, {}, "had untolerated taint {k: } (NoExecute)", id="noexecute-taint"),
+    pytest.param({"taints": ("k=v:PreferNoSchedule",)}, {}, None, id="prefernoschedule-does-not-filter"),
+    pytest.param({"taints": (GPU,)}, {"tolerations": (tolerate("nvidia.com/gpu", effect="NoSchedule"),)}, None, id="tolerated-taint"),
+    pytest.param(
+        {"taints": (GPU,)}, {"tolerations": (tolerate("nvidia.com/gpu", "absent"),)},
+        "had untolerated taint {nvidia.com/gpu: present}", id="toleration-of-another-value",
+    ),
+    pytest.param({"unschedulable": True}, {}, "were unschedulable: cordoned", id="cordon"),
+    pytest.param(
+        {"unschedulable": True}, {"tolerations": (tolerate("node.kubernetes.io/unschedulable", effect="NoSchedule"),)},
+        None, id="cordon-tolerated",
+    ),
+    # NodeUnschedulable runs before TaintToleration: a cordoned, tainted node says cordoned.
+    pytest.param({"unschedulable": True, "taints": (GPU,)}, {}, "were unschedulable", id="cordon-reported-first"),
+    pytest.param({"labels": {"accelerator": "a100"}}, {"node_selector": {"accelerator": "h100"}}, "didn't match Pod's node affinity/selector", id="node-selector"),
+    pytest.param({"labels": {"accelerator": "h100"}}, {"node_selector": {"accelerator": "h100"}}, None, id="node-selector-matches"),
+    pytest.param(
+        {"labels": {"accelerator": "a100"}}, {"affinity": (term(("accelerator", "In", "h100", "b200")),)},
+        "didn't match Pod's node affinity/selector", id="affinity-expression",
+    ),
+    pytest.param(
+        {"labels": {"accelerator": "a100"}}, {"affinity": (term(("accelerator", "In", "h100")), term(("accelerator", "Exists")))},
+        None, id="affinity-any-term",
+    ),
+    pytest.param({}, {"affinity": (term(fields=(("metadata.name", "In", "elsewhere"),)),)}, "didn't match", id="affinity-field"),
+    pytest.param({}, {"affinity": ()}, "didn't match", id="affinity-without-terms-matches-nothing"),
+]
+
+
+@pytest.mark.parametrize("node_kw, pod_kw, reason", FILTER_CASES)
+def test_decide_applies_the_preemptors_own_constraints_first(node_kw, pod_kw, reason):
+    v = view([node("n1", **node_kw), node("n2", **node_kw)], [pod("low", node="n1", priority=1, cpu=8)])
+    preemptor = pod("pre", priority=10, cpu=4, **pod_kw)
+    result = stock.decide(view=v, preemptor=preemptor, node_names=["n1", "n2"])
+    if reason is None:
+        assert result.fits == ("n2",)
+        assert result.proposals == {"n1": Proposal(("uid-default-low",), 0)}
+        return
+    # Filtered out: neither a fit nor a candidate, on either node.
+    assert result.fits == () and result.proposals == {} and result.pick.chosen is None
+    for name in ("n1", "n2"):
+        assert result.nodes[name].cause is Cause.FILTERED
+        assert reason in result.nodes[name].reason
+        assert result.nodes[name].reason.startswith("node(s) ")
+    assert preemptor.placement.refusal(v.nodes["n1"].node) == result.nodes["n1"].reason
+
+
+def test_a_filtered_nominated_node_does_not_keep_the_pod_waiting():
+    # Upstream's PodEligibleToPreemptOthers: a pod nominated where a lower-priority pod is
+    # terminating waits for it, unless its filters now reject that node (here: it was tainted).
+    leaving = pod("leaving", node="n1", priority=1, cpu=5, terminating=True)
+    running = [leaving, pod("low", node="n2", priority=1, cpu=8)]
+    preemptor = pod("pre", priority=10, cpu=4, nominated="n1")
+    waits = stock.decide(view=view([node("n1"), node("n2")], running), preemptor=preemptor, node_names=["n1", "n2"])
+    assert "terminating pod on the nominated node" in waits.refusal
+    tainted = view([node("n1", taints=(GPU,)), node("n2")], running)
+    result = stock.decide(view=tainted, preemptor=preemptor, node_names=["n1", "n2"])
+    assert result.refusal == ""
+    assert result.nodes["n1"].cause is Cause.FILTERED
+    assert result.pick.chosen == "n2"
 
 
 @pytest.mark.parametrize("case", ["preempt-cache-scheduler", "preempt-nocache-scheduler"])
