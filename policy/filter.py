@@ -23,12 +23,24 @@ def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> F
     ``status.nominatedNodeName`` and no node yet) counts as taken, as in upstream's
     ``addGENominatedPods``.
 
-    Only nominations the scheduler cannot know hold room here (another scheduler's pods,
-    policy.view.known_to_scheduler): the scheduler's own filters count its own nominations,
-    from its nominator, which is never behind reprieve's view. A node they admitted despite
-    one of its own nominations is a node where that nomination no longer holds the room (it
-    was cleared, the pod bound or deleted): reprieve's record of it is older, and rejecting
-    for it would strand the pod where the scheduler could place it.
+    Rejections are only for nominations the scheduler cannot know (another scheduler's pods,
+    policy.view.known_to_scheduler). Its own it counts in its own filters, from its nominator,
+    which is never behind reprieve's view: the node it sends is one where the pod fits beside
+    the holds it still has. So where the pod fits beside the scheduler's own holds in reprieve's
+    view too, they are counted, and another scheduler's holds come on top of them: passing the
+    node because the pod fits beside either alone would give away another scheduler's room
+    that the scheduler's own holds already leave no space for. Where the pod does not fit
+    beside its own holds, the scheduler has moved past some of them (a nomination cleared, the
+    pod bound or deleted) and reprieve cannot tell which: they are all set aside, since a
+    rejection for them would rest on reprieve's older record and could strand the pod where the
+    scheduler would place it. Either way an answer is never less safe than the scheduler's own
+    (which counts no other scheduler's hold), and rejects only for another scheduler's holds.
+    What this leaves: a hold of the scheduler's own that it has just dropped (the pod deleted,
+    or bound on another node) and that reprieve's view still shows, where the pod also fits
+    beside it, is counted, and may reject a node with room for the pod beside the other
+    scheduler's holds; as with another scheduler's nomination cleared and not yet seen, the
+    pod is retried on the next cluster event. (A nominee bound on this very node, the usual
+    end of a nomination, takes the same room either way.)
 
     Such a rejection is always unresolvable. The scheduler's own filters already admitted the
     node, so the hold is one it cannot see. Its preemption dry run would find
@@ -61,27 +73,41 @@ def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> F
             passed.append(name)
             continue
         alloc = info.node.allocatable
-        holders = [h for h in view.reservations(name, pod=pod) if not known_to_scheduler(h, pod)]
+        reservations = view.reservations(name, pod=pod)
+        holders = [h for h in reservations if not known_to_scheduler(h, pod)]
         if not holders:
             passed.append(name)
             continue
+        own = _counted_own(info.requested, [h for h in reservations if known_to_scheduler(h, pod)], request, alloc)
+        base = resources.add(info.requested, *(p.requests for p in own))
         held = resources.add(*(p.requests for p in holders))
-        if not resources.shortfalls(request=request, allocatable=alloc, used=resources.add(info.requested, held)):
+        if not resources.shortfalls(request=request, allocatable=alloc, used=resources.add(base, held)):
             passed.append(name)
             continue
         if resources.shortfalls(request=request, allocatable=alloc, used=info.requested):
             passed.append(name)
             continue
-        kept = resources.add(info.requested_at_or_above(pod.priority), held)
+        kept = resources.add(info.requested_at_or_above(pod.priority), *(p.requests for p in own), held)
         hopeless = resources.shortfalls(request=request, allocatable=alloc, used=kept)
+        beside = f", next to the room the scheduler holds for its own nominated {_describe(own)}" if own else ""
         if hopeless:
             rejected[name] = (
                 f"short of {resources.describe(hopeless)} even if every lower-priority pod were preempted: "
-                f"room held for nominated {_describe(holders)}"
+                f"room held for nominated {_describe(holders)}{beside}"
             )
         else:
-            rejected[name] = f"fits only in room held for nominated {_describe(holders)}"
+            rejected[name] = f"fits only in room held for nominated {_describe(holders)}{beside}"
     return FilterDecision(tuple(passed), rejected)
+
+
+def _counted_own(
+    used: resources.Vector, own: list[Pod], request: resources.Vector, alloc: resources.Vector
+) -> list[Pod]:
+    """The scheduler's own holds on the node, if the pod fits beside all of them in reprieve's
+    view (the scheduler still holds them, as far as its answer shows); none if it does not
+    (the scheduler has moved past some of them, and reprieve cannot tell which)."""
+    beside = resources.add(used, *(p.requests for p in own))
+    return own if own and not resources.shortfalls(request=request, allocatable=alloc, used=beside) else []
 
 
 def _describe(pods: Iterable[Pod]) -> str:

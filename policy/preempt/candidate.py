@@ -6,14 +6,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from policy import homes, ranking, tenancy
+from policy import homes, ranking, resources, tenancy
 from policy.causes import Cause
 from policy.criteria import Facts
 from policy.model import POD_ANTI_AFFINITY, Pod
 
 from policy.preempt.decision import SETTLE_SECONDS, NodeOutcome, Proposal, Verdict
 from policy.preempt.held import (
-    Here, freed, maybe_assumed, promised_on, records_here, room_after, scheduler_sees_less,
+    Here, assumed_floor, freed, promised_on, records_here, room_after, scheduler_sees_less,
 )
 from policy.preempt.request import Request
 from policy.resources import Vector
@@ -146,16 +146,23 @@ def _selection(
     """policy.victims' selection on the node as ``here`` leaves it, naming only pods the
     scheduler can resolve (_nameable), and the least its victims must free (None: no floor).
     The floor is what the scheduler's victims free where its proposal shows it sees less room
-    (scheduler_sees_less), where it has moved past a holder (set aside), where a pod it may
-    have assumed here is nominated (maybe_assumed), or where evicting no one would count on
-    room its own preemptions free."""
+    (scheduler_sees_less), where it has moved past a holder (set aside), or where evicting no
+    one would count on room its own preemptions free; where pods it may have assumed here are
+    nominated, what its victims free less the room they leave beyond the most those pods can
+    take in its view (assumed_floor, none where they can take none)."""
     node, reservations, promised, set_aside = here
     preemptor = request.preemptor
     at_least = scheduler_sees_less(node, preemptor, reservations, proposed, promised)
-    if at_least is None and (set_aside or maybe_assumed(request.view, node.name, preemptor)):
+    if at_least is None and set_aside:
         at_least = freed(proposed, promised)
+    bounded = ""
+    if at_least is None:
+        at_least = assumed_floor(request.view, node, preemptor, reservations, proposed, promised)
+        bounded = _bounded(at_least, freed(proposed, promised))
     nameable = _nameable({p.uid for p in proposed if p.uid not in promised}, request.now)
     selection = _select(request, here, nameable, at_least, swap)
+    if bounded and isinstance(selection, VictimSelection):
+        selection = dataclasses.replace(selection, reasons=(*selection.reasons, bounded))
     if (
         isinstance(selection, VictimSelection) and not selection.victims and as_proposed
         and any(p.terminating and p.preempted and p.priority < preemptor.priority for p in node.pods)
@@ -166,6 +173,17 @@ def _selection(
         at_least = freed(proposed, promised)
         selection = _select(request, here, nameable, at_least, swap)
     return selection, at_least
+
+
+def _bounded(floor: Vector | None, full: Vector) -> str:
+    """The reason for a floor below what the scheduler's victims free (assumed_floor), or ""."""
+    if floor is None or all(floor.get(r, 0) >= full.get(r, 0) for r in floor):
+        return ""
+    return (
+        f"that floor ({resources.describe(floor)}) is less than the scheduler's victims free "
+        f"({resources.describe({r: full.get(r, 0) for r in floor})}): they leave room for only some of its own "
+        "lower-priority pods nominated here (which it may have assumed), so it can be counting no more of them"
+    )
 
 
 def _select(

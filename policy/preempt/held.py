@@ -4,6 +4,7 @@ holds them, and what the scheduler's victims free beside them."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -100,19 +101,94 @@ def scheduler_sees_less(
     return None
 
 
-def maybe_assumed(view: ClusterView, name: str, preemptor: Pod) -> bool:
-    """A pod of the scheduler's own is nominated here with a lower priority than the preemptor.
+def assumed_floor(
+    view: ClusterView,
+    node: NodeInfo,
+    preemptor: Pod,
+    reservations: Sequence[Pod],
+    proposed: list[Pod],
+    promised: set[str],
+) -> Vector | None:
+    """The least reprieve's victims must free because pods of the scheduler's own with a lower
+    priority than the preemptor are nominated here (may_be_assumed); None if none is, or if the
+    proposal shows that the scheduler counts none of them.
 
     Such a nomination holds no room against the preemptor if it is a preemption's, but it may
-    be a binding cycle's (NominatedNodeNameForExpectation): then the scheduler has the pod
-    assumed on the node, counted against every pod, or bound already where reprieve's view has
-    not seen it yet. reprieve cannot tell the two apart (docs/upstream-semantics.md), and its
-    victims could free too little in the scheduler's view, where the proposal's minimal victims
-    need not show the difference: they free at least as much as the scheduler's instead."""
-    return any(
-        p.priority < preemptor.priority and known_to_scheduler(p, preemptor) and p.key != preemptor.key
-        for p in view.nominated.get(name, ())
+    be a binding cycle's (NominatedNodeNameForExpectation): the scheduler then has the pod
+    assumed on the node, counted against every pod, and reprieve cannot tell the two apart
+    (docs/upstream-semantics.md). Whatever the scheduler counts of them, its dry run
+    (SelectVictimsOnNode) found that its victims make room next to it: it counts a set of them
+    that fits in ``room``, what its victims leave once the preemptor is placed.
+
+    - Where they all fit there together, the proposal is consistent with every one of them
+      assumed: reprieve's victims free at least what the scheduler's free, in every resource,
+      and so make room in the scheduler's view whatever it counts.
+    - Where they do not, it counts at most ``most`` of each resource (counted_at_most), and
+      victims V that free the scheduler's less the room its victims P leave beyond that make
+      room next to any set T it can be counting: in its view what V leaves is
+      room - T - (freed(P) - freed(V)) >= room - most - (room - most) = 0.
+    - Where none of them fits alone, it counts none (``most`` is 0): victims that make room in
+      reprieve's view make room in the scheduler's, and there is no floor.
+
+    That bound reads the rest of the node as reprieve's view shows it, as the choice of victims
+    does where no such pod is nominated. Where the scheduler's view differs otherwise (a
+    binding or a deletion reprieve has not seen yet), the victims may free too little in its
+    view: the preemptor preempts again once they are gone, more victims but never stranded
+    (docs/upstream-semantics.md, "What reprieve still cannot see"). Where the scheduler's
+    victims make no room in reprieve's view even without those pods, the views differ and
+    nothing bounds what it counts: the floor is what its victims free."""
+    nominees = [p for p in view.nominated.get(node.name, ()) if may_be_assumed(p, preemptor)]
+    if not nominees:
+        return None
+    full = freed(proposed, promised)
+    room = room_after(node, preemptor, reservations, proposed)
+    if room is None:
+        return full
+    together = resources.add(*(p.requests for p in nominees))
+    if all(together.get(r, 0) <= room[r] for r in room):
+        return full
+    most = counted_at_most(room, nominees)
+    if not any(most.values()):
+        return None
+    floor = {r: max(0, full.get(r, 0) - (room[r] - most[r])) for r in room}
+    return floor if any(floor.values()) else None
+
+
+def may_be_assumed(nominee: Pod, preemptor: Pod) -> bool:
+    """A pod of the scheduler's own nominated with a lower priority than the preemptor: assumed
+    on the node if its nomination is a binding cycle's, counted by nothing if a preemption's.
+    (Another scheduler's pod is never in this scheduler's cache.)"""
+    return (
+        nominee.priority < preemptor.priority
+        and known_to_scheduler(nominee, preemptor)
+        and nominee.key != preemptor.key
     )
+
+
+# Up to this many such pods on a node every set of them is tried (2**8 sums of a few resources).
+_EVERY_SET = 8
+
+
+def counted_at_most(room: Vector, nominees: Sequence[Pod]) -> dict[str, int]:
+    """For each resource of ``room``, the most that any set of ``nominees`` fitting in ``room``
+    (in every resource) requests of it: what the scheduler can be counting of them there.
+
+    Every set is tried up to _EVERY_SET nominees; above that, the sum over those that fit
+    alone, capped at ``room``: every set that fits is made of pods that fit alone, so that is
+    never less than the most, and the floor it gives is never lower."""
+    names = tuple(room)
+    sizes = [tuple(p.requests.get(r, 0) for r in names) for p in nominees]
+    limit = tuple(room[r] for r in names)
+    alone = [s for s in sizes if all(v <= cap for v, cap in zip(s, limit))]
+    if len(alone) > _EVERY_SET:
+        return {r: min(cap, sum(s[i] for s in alone)) for i, (r, cap) in enumerate(zip(names, limit))}
+    most = [0] * len(names)
+    for count in range(1, len(alone) + 1):
+        for chosen in itertools.combinations(alone, count):
+            total = [sum(column) for column in zip(*chosen)]
+            if all(v <= cap for v, cap in zip(total, limit)):
+                most = [max(m, v) for m, v in zip(most, total)]
+    return dict(zip(names, most))
 
 
 def _outranking(in_flight: Sequence[InFlight], node: str, preemptor: Pod) -> list[InFlight]:

@@ -121,3 +121,64 @@ def test_the_pods_own_nominated_node_always_passes():
     # Not nominated there, the same pod is rejected for p1's held room.
     fresh = pod("p3", cpu=2, priority=5)
     assert "n1" in filter_nodes(view=v, pod=fresh, node_names=["n1"]).rejected
+
+
+def sixteen(*nominated, needs=2, priority=10):
+    """Issue 27's node: 16 cpu with 12 running (priority 0), the given pods nominated to it, and
+    the pod asked about (``needs`` cpu at ``priority``)."""
+    v = view([node("n1", cpu=16)], [pod("running", node="n1", cpu=12), *nominated])
+    return filter_nodes(view=v, pod=pod("p", priority=priority, cpu=needs), node_names=["n1"])
+
+
+MINE = dict(priority=20, nominated="n1")  # the asking scheduler's own hold (priority >= 10)
+THEIRS = dict(priority=10, nominated="n1", scheduler=OTHER)
+
+
+def test_another_schedulers_hold_comes_on_top_of_the_schedulers_own_that_the_pod_fits_beside():
+    # Issue 27: the scheduler admits n1 counting its own 'mine' (12 + 1 + 2 <= 16); 'theirs' (2
+    # cpu) it cannot see. With both holds the pod does not fit: 12 + 1 + 2 + 2 = 17 > 16. Leaving
+    # 'mine' out (12 + 2 + 2 = 16) would hand 'theirs' room to the pod.
+    decision = sixteen(pod("mine", cpu=1, **MINE), pod("theirs", cpu=2, **THEIRS))
+    assert decision.passed == ()
+    assert decision.rejected == {
+        "n1": "fits only in room held for nominated default/theirs (priority 10), "
+        "next to the room the scheduler holds for its own nominated default/mine (priority 20)"
+    }
+    # With room for all three it passes: 12 + 1 + 1 + 2 = 16.
+    assert sixteen(pod("mine", cpu=1, **MINE), pod("theirs", cpu=1, **THEIRS)).passed == ("n1",)
+
+
+def test_the_schedulers_own_hold_the_pod_does_not_fit_beside_is_set_aside_before_anothers_is_added():
+    # 'mine' (3 cpu): 12 + 3 + 2 = 17 > 16, yet the scheduler admitted n1, so it no longer holds
+    # that room (reprieve's record is older). Set aside: 12 + 2 ('theirs') + 2 = 16 fits.
+    assert sixteen(pod("mine", cpu=3, **MINE), pod("theirs", cpu=2, **THEIRS)).passed == ("n1",)
+    # 'theirs' alone still holds: 12 + 3 + 2 = 17 > 16, rejected for it only.
+    decision = sixteen(pod("mine", cpu=3, **MINE), pod("theirs", cpu=3, **THEIRS))
+    assert decision.rejected == {"n1": "fits only in room held for nominated default/theirs (priority 10)"}
+
+
+def test_several_own_holds_count_together_or_not_at_all():
+    # Beside both of its own (1 + 1) the pod fits: 12 + 2 + 2 = 16, so both count, and 'theirs'
+    # (1) on top does not fit: 17 > 16.
+    decision = sixteen(pod("mine-a", cpu=1, **MINE), pod("mine-b", cpu=1, **MINE), pod("theirs", cpu=1, **THEIRS))
+    assert "default/mine-a (priority 20), default/mine-b (priority 20)" in decision.rejected["n1"]
+    # Beside 1 + 3 it does not (18 > 16): the scheduler has moved past one of them, reprieve
+    # cannot tell which, and sets both aside: 12 + 2 + 2 = 16 fits (keeping 'mine-a', 17, not).
+    assert sixteen(pod("mine-a", cpu=1, **MINE), pod("mine-b", cpu=3, **MINE), pod("theirs", cpu=2, **THEIRS)).passed == ("n1",)
+
+
+def test_an_own_nominee_of_lower_priority_is_no_hold():
+    # 'mine' (priority 5 < 10) holds nothing against the pod (a preemption's nomination: the
+    # pod may take its room); 12 + 2 + 2 = 16 fits beside 'theirs'.
+    assert sixteen(pod("mine", cpu=1, priority=5, nominated="n1"), pod("theirs", cpu=2, **THEIRS)).passed == ("n1",)
+
+
+def test_with_every_lower_priority_pod_preempted_the_own_hold_still_counts():
+    # 'running' is priority 15 here, above the pod: kept. 12 + 1 + 2 + 2 = 17 > 16 whatever is
+    # preempted, so the message says preemption cannot help.
+    v = view(
+        [node("n1", cpu=16)],
+        [pod("running", node="n1", cpu=12, priority=15), pod("mine", cpu=1, **MINE), pod("theirs", cpu=2, **THEIRS)],
+    )
+    decision = filter_nodes(view=v, pod=pod("p", priority=10, cpu=2), node_names=["n1"])
+    assert decision.rejected["n1"].startswith("short of cpu=1 even if every lower-priority pod were preempted")
