@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from extender.commands.simulate import ROWS
 from policy import replay, workload
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,10 +70,7 @@ def main() -> int:
 
 
 SEEDS, PENDING = range(50), 16
-LABELS = dict(zip(replay.Totals.FIELDS, (
-    "preemptions", "victims", "PDB violations", "broken gangs", "Guaranteed victims", "Burstable victims",
-    "priority-weighted loss", "victims with no home", "cascade length", "pods left pending",
-)))
+LABELS = dict(ROWS)  # each total's label, as reprieve simulate prints it
 
 
 def across_seeds() -> str:

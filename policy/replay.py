@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from policy import gangs, homes, stock
+from policy.criteria import gang_work
 from policy.model import DisruptionBudget, Pod
 from policy.pdb import count_violations
 from policy.preempt import decide
@@ -114,6 +115,7 @@ class Step:
     no_home: tuple[str, ...]  # its victims with no home (policy.homes), by name
     why: str
     broken_gangs: tuple[str, ...] = ()  # keys of the gangs its victims broke (policy.gangs)
+    stranded: int = 0  # running members of those gangs left behind, their work lost (policy.criteria.gang_work)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +129,7 @@ class Totals:
     victims: int  # live pods removed by those preemptions
     pdb_violations: int  # victims that took a budget below zero (policy.pdb.count_violations, per preemption)
     broken_gangs: int  # distinct gangs that lost more running members than they could spare
+    members_stranded: int  # running members of the broken gangs not evicted: idle, their work lost
     guaranteed_victims: int
     burstable_victims: int
     priority_loss: int  # sum over victims of (priority - floor + 1), floor: the lowest priority in the workload
@@ -142,6 +145,7 @@ class Totals:
         "victims",
         "pdb_violations",
         "broken_gangs",
+        "members_stranded",
         "guaranteed_victims",
         "burstable_victims",
         "priority_loss",
@@ -195,7 +199,9 @@ def replay(
             continue
         live = tuple(v for v in choice.victims if not v.terminating)
         violations = count_violations(choice.victims, current.budgets_covering).count if live else 0
-        broken = tuple(g.key for g in gangs.count_broken(live, current.gang_of).gangs)
+        broke = gangs.count_broken(live, current.gang_of)
+        broken = tuple(g.key for g in broke.gangs)
+        stranded = gang_work.lost(live, broke, current.gang_of) - len(live) if broke.count else 0
         where = homes.of(current)
         no_home = tuple(v.key for v in live if where.home(v, excluding=choice.node) is None)
         cluster.apply(pod, choice.node, choice.victims)
@@ -203,7 +209,7 @@ def replay(
         if replace:
             queue.extend((_replacement(v), depth + 1) for v in live if v.owner is not None)
         steps.append(
-            Step(pod.key, depth, choice.node, tuple(v.key for v in live), violations, no_home, choice.why, broken)
+            Step(pod.key, depth, choice.node, tuple(v.key for v in live), violations, no_home, choice.why, broken, stranded)
         )
     return Run(side, tuple(steps), _totals(steps, removed, floor), cluster.view)
 
@@ -222,6 +228,7 @@ def _totals(steps: list[Step], victims: list[Pod], floor: int) -> Totals:
         pdb_violations=sum(s.pdb_violations for s in steps),
         # A gang broken once stays broken (its running members below the minimum): counted once.
         broken_gangs=len({key for s in steps for key in s.broken_gangs}),
+        members_stranded=sum(s.stranded for s in steps),
         guaranteed_victims=sum(v.qos == QoS.GUARANTEED for v in victims),
         burstable_victims=sum(v.qos == QoS.BURSTABLE for v in victims),
         priority_loss=sum(v.priority - floor + 1 for v in victims),

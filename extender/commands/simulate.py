@@ -28,6 +28,7 @@ ROWS = (
     ("victims", "victims"),
     ("pdb_violations", "PDB violations"),
     ("broken_gangs", "broken gangs"),
+    ("members_stranded", "members stranded"),
     ("guaranteed_victims", "Guaranteed victims"),
     ("burstable_victims", "Burstable victims"),
     ("priority_loss", "priority-weighted loss"),
@@ -104,6 +105,7 @@ def _step(step: replay.Step) -> dict:
         "pdb_violations": step.pdb_violations,
         "no_home": list(step.no_home),
         "broken_gangs": list(step.broken_gangs),
+        "members_stranded": step.stranded,
         "why": step.why,
     }
 

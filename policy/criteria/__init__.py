@@ -11,6 +11,7 @@ from __future__ import annotations
 from policy.criteria import (
     broken_gangs,
     burstable,
+    gang_work,
     guaranteed,
     homeless,
     opted_out,
@@ -26,6 +27,7 @@ from policy.model import Pod
 OPTED_OUT = opted_out.CRITERION
 PDB_VIOLATIONS = pdb_violations.CRITERION
 BROKEN_GANGS = broken_gangs.CRITERION
+GANG_WORK = gang_work.CRITERION
 TOP_PRIORITY = top_priority.CRITERION
 GUARANTEED = guaranteed.CRITERION
 BURSTABLE = burstable.CRITERION
@@ -39,6 +41,7 @@ CANONICAL: tuple[Criterion, ...] = (
     OPTED_OUT,  # a last resort is last whatever else: first in every order
     PDB_VIOLATIONS,
     BROKEN_GANGS,
+    GANG_WORK,
     TOP_PRIORITY,
     GUARANTEED,
     BURSTABLE,
@@ -50,7 +53,7 @@ CANONICAL: tuple[Criterion, ...] = (
 MOVABLE = CANONICAL[1:-1]  # what a policy may reorder
 BY_NAME = {c.name: c for c in CANONICAL}
 # The parts of a cost's one-line summary (policy.ranking.Cost.describe), in its order.
-SUMMARY = (OPTED_OUT, BROKEN_GANGS, PDB_VIOLATIONS, TOP_PRIORITY, HOMELESS, VICTIMS)
+SUMMARY = (OPTED_OUT, BROKEN_GANGS, GANG_WORK, PDB_VIOLATIONS, TOP_PRIORITY, HOMELESS, VICTIMS)
 
 # The criteria a pod has a value of its own for, in CANONICAL's order: a pod's ``values``.
 PER_POD = tuple(c for c in CANONICAL if c.kind in (Kind.SUM, Kind.MAX))
@@ -68,7 +71,7 @@ def values(pod: Pod, facts: Facts) -> tuple:
 
 
 __all__ = [
-    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "Criterion", "Facts", "GUARANTEED", "HOMELESS", "Kind",
+    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "Criterion", "Facts", "GANG_WORK", "GUARANTEED", "HOMELESS", "Kind",
     "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PER_POD", "PRIORITY_SUM", "Reach", "START", "SUMMARY", "Stay",
     "TOP_PRIORITY", "Unit", "VICTIMS", "values",
 ]

@@ -145,6 +145,23 @@ def test_the_victim_is_a_lone_pod_where_stock_breaks_the_gang():
     assert mine.broken.count == 0
 
 
+@pytest.mark.parametrize("gang_start, lone_start", [(0, 100), (100, 0)], ids=["gang-older", "gang-younger"])
+def test_a_gang_that_breaks_either_way_goes_whole_rather_than_stranding_a_member(gang_start, lone_start):
+    # Issue 29's LeaderWorkerSet case: a group of 2 that needs both and 2 lone pods, all equal
+    # (1 cpu, priority 1); the preemptor needs 3 pods' room, so the group breaks either way.
+    # Evicting both lone pods and one member loses 4 pods' work (the leader stands idle);
+    # evicting the group and one lone pod loses 3, whatever their starts.
+    group = [pod(f"lws-{i}", node="n1", priority=1, cpu=1, start=gang_start + i, gang=("lws", 2)) for i in range(2)]
+    lone = [pod(f"lone-{i}", node="n1", priority=1, cpu=1, start=lone_start + i) for i in range(2)]
+    v = view([node("n1", cpu=4)], [*group, *lone])
+    mine = select_victims(node=v.nodes["n1"], choosing=Choosing(pod("pre", priority=10, cpu=3), v.budgets_covering, gang_of=v.gang_of))
+    assert isinstance(mine, VictimSelection)
+    assert {"lws-0", "lws-1"} <= set(keys(mine.victims)) and len(mine.victims) == 3, keys(mine.victims)
+    assert mine.broken.count == 1
+    assert mine.cost.value(ranking.GANG_WORK) == 3
+    assert mine.cost.detail(ranking.GANG_WORK) == 0  # no member left stranded
+
+
 @pytest.mark.parametrize(
     ("order", "victim", "violations", "broken"),
     [

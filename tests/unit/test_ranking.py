@@ -65,6 +65,18 @@ ROWS = [
         pod("pre", priority=10, cpu=10), "n2",
     ),
     row(
+        # n1: its one pod, a1, is one of gang a's three running members (a2 and a3 on n3), and
+        # the gang needs all three: evicting a1 loses 3 pods. n2: both members of gang b (needs
+        # 2) go: 2 pods lost. One broken gang each, no budget, priority 1 everywhere; n2 has more
+        # Burstable victims (2 > 1), which comes later.
+        "pods lost with broken gangs",
+        view([node("n1", cpu=2), node("n2", cpu=2), node("n3", cpu=4)],
+             [pod("a1", node="n1", priority=1, cpu=2, gang=("a", 3)), pod("a2", node="n3", priority=1, cpu=2, gang=("a", 3)),
+              pod("a3", node="n3", priority=1, cpu=2, gang=("a", 3)),
+              pod("b1", node="n2", priority=1, cpu=1, gang=("b", 2)), pod("b2", node="n2", priority=1, cpu=1, gang=("b", 2))]),
+        pod("pre", priority=10, cpu=2), "n2",
+    ),
+    row(
         # n1: most important victim at priority 5, n2: at 1; no budget, no gang.
         "highest victim priority",
         view([node("n1"), node("n2")], [pod("a", node="n1", priority=5, cpu=10), pod("b", node="n2", priority=1, cpu=10)]),
