@@ -21,7 +21,7 @@ from extender.commands import explain_table
 from extender import wire
 
 from extender.commands.cluster import Cluster
-from extender.state import kube, translate
+from extender.state import handwritten, kube, translate
 from extender.errors import BadRequest, ConfigError
 from extender.commands.explain_report import args_report, preemption_report
 from policy import ranking
@@ -102,6 +102,10 @@ def _pod_from_file(view: ClusterView, where: str, path: Path) -> Pod:
     obj = docs[0]
     if obj.get("kind", "Pod") != "Pod":
         raise ConfigError(f"--pod {path}: kind is {obj.get('kind')!r}, expected Pod")
+    # Written by hand: checked as the API server would (unknown fields, extended resources).
+    problems = handwritten.pod_problems(obj)
+    if problems:
+        raise ConfigError(f"--pod {path}: {handwritten.describe(problems)}")
     try:
         parsed = kube.Pod.model_validate(obj)
     except pydantic.ValidationError as exc:

@@ -16,7 +16,7 @@ import pydantic
 import yaml
 
 from extender.errors import ConfigError
-from extender.state import kube, snapshot, translate
+from extender.state import handwritten, kube, snapshot, translate
 from policy import replay, workload
 from policy.model import Pod
 from policy.view import ClusterView
@@ -156,6 +156,9 @@ def _pending_pod(view: ClusterView, where: str, obj: object) -> Pod:
     if not isinstance(obj, dict) or obj.get("kind", "Pod") != "Pod":
         kind = obj.get("kind") if isinstance(obj, dict) else type(obj).__name__
         raise ConfigError(f"{where}: expected a Pod, found {kind!r}")
+    problems = handwritten.pod_problems(obj)  # checked as the API server would (docs/simulate.md)
+    if problems:
+        raise ConfigError(f"{where}: {handwritten.describe(problems)}")
     try:
         parsed = kube.Pod.model_validate(obj)
     except pydantic.ValidationError as exc:

@@ -166,3 +166,21 @@ def test_real_exit_status():
     )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip() == "reprieve: --generate must be at least 1, not 0"
+
+
+@pytest.mark.parametrize(
+    "container, message",
+    [
+        pytest.param("{name: c, resources: {requets: {cpu: '1'}}}", "spec.containers.0.resources.requets: unknown field (did you mean requests?)", id="typo"),
+        pytest.param(
+            "{name: c, resources: {limits: {nvidia.com/gpu: 0.5}}}",
+            "spec.containers.0.resources.limits.nvidia.com/gpu: 0.5 must be a whole number (nvidia.com/gpu is an extended resource)", id="half-a-gpu",
+        ),
+    ],
+)
+def test_pending_pods_are_checked_as_the_api_server_would(capsys, tmp_path, container, message):
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(f"kind: Pod\napiVersion: v1\nmetadata: {{name: a}}\nspec: {{containers: [{container}]}}\n")
+    code, out, err = run(capsys, "--snapshot", WORKLOAD[1], "--pods", str(pods))
+    assert (code, out) == (2, "")
+    assert err == f"reprieve: --pods {pods}: document 0: {message}\n"
