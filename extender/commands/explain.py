@@ -41,12 +41,23 @@ def run(
     rules: Rules | None = None,
     now: float | None = None,
     order: ranking.Order = ranking.DEFAULT,
+    policy: str | None = None,
 ) -> str:
     """The report for ``reprieve explain``, rendered; bad input raises a ReprieveError.
     ``now`` (seconds since the epoch) is when the preemption delay of ``rules`` is judged;
-    ``order`` the ranking's (a policy file's)."""
+    ``order`` the ranking's and ``policy`` the path of the policy file both come from."""
     view, where = cluster.view, cluster.noun()
-    source = {"snapshot": cluster.snapshot, "cluster": cluster.live, "pod": pod, "request": request, "nodes": None}
+    source = {
+        "snapshot": cluster.snapshot,
+        "cluster": cluster.live,
+        "loaded": cluster.loaded(),
+        "policy": policy,
+        "queues": len(rules.queue_names()) if rules is not None else None,
+        "ranking": list(order.names),
+        "pod": pod,
+        "request": request,
+        "nodes": None,
+    }
     if request is not None:
         if nodes is not None:
             raise ConfigError("--nodes goes with --pod; a request names its own nodes")

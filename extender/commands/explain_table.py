@@ -5,8 +5,11 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterable
 
+from policy import ranking as _ranking
+
 WIDTH = 80
 MARK = "*"  # marks whatever differs between stock preemption and reprieve
+DEFAULT_RANKING = _ranking.DEFAULT.names
 
 
 def render(report: dict) -> str:
@@ -43,8 +46,30 @@ def _header(report: dict) -> list[str]:
         extras.append("preemptionPolicy Never")
     if extras:
         lines += _wrap(", ".join(extras), "  ")
-    lines += _wrap(f"snapshot {source['snapshot']}" if source["snapshot"] else f"live: {source['cluster']}", "  ")
+    lines += _wrap(_loaded(source), "  ")
+    lines += _wrap(_policy(source), "  ")
     return lines + [""]
+
+
+def _loaded(source: dict) -> str:
+    """Where the cluster came from and what of it was read."""
+    n = source["loaded"]
+    where = f"snapshot {source['snapshot']}" if source["snapshot"] else f"live: {source['cluster']}"
+    left = f", {n['left_out']} item(s) left out (named on stderr)" if n["left_out"] else ""
+    return f"{where}: {n['nodes']} nodes, {n['pods']} pods ({n['pending']} pending), {n['budgets']} PDBs{left}"
+
+
+def _policy(source: dict) -> str:
+    """The policy file and the ranking that decided."""
+    if source["policy"] is None:
+        rules = "no policy file (Kubernetes rules only)"
+    elif source["queues"] is None:
+        rules = f"policy {source['policy']} (ranking only)"
+    else:
+        rules = f"policy {source['policy']} (multi-tenant rules, {source['queues']} queue(s))"
+    ranking = source["ranking"]
+    order = "default" if tuple(ranking) == DEFAULT_RANKING else ", ".join(ranking)
+    return f"{rules}; ranking: {order}"
 
 
 def _preemption(report: dict) -> list[str]:

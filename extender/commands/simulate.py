@@ -15,6 +15,7 @@ import orjson
 import pydantic
 import yaml
 
+from extender.commands import warn
 from extender.errors import ConfigError
 from extender.state import handwritten, kube, snapshot, translate
 from policy import replay, workload
@@ -45,8 +46,10 @@ def run(
     seed: int = 0,
     replace: bool = False,
     output: str = "table",
+    strict: bool = False,
 ) -> str:
-    """The rendered report; bad input raises a ReprieveError naming the file and object."""
+    """The rendered report; bad input raises a ReprieveError naming the file and object.
+    Items of the snapshot left out are named on stderr (with ``strict``, an error)."""
     if generate is not None:
         if snapshot_path or pods_path:
             raise ConfigError("--generate makes its own cluster and pods; leave out --snapshot and --pods")
@@ -58,7 +61,7 @@ def run(
     else:
         if not snapshot_path or not pods_path:
             raise ConfigError("give --snapshot and --pods, or --generate N (with --seed S)")
-        view = snapshot.load(snapshot_path)
+        view = snapshot.read(snapshot_path, strict=strict, warn=warn, need_nodes=True).view
         pending = load_pending(view, Path(pods_path))
         source = {"snapshot": snapshot_path, "pods": pods_path, "generate": None, "seed": None}
     report = build_report(view, pending, replace=replace)

@@ -341,6 +341,69 @@ def test_request_with_nodes_and_victims_the_snapshot_does_not_know(capsys, tmp_p
     assert all(len(line) <= 80 for line in out.splitlines())
 
 
+# What was loaded and what decided it (issue 26): the header and input say so.
+
+
+def test_header_and_input_say_what_was_loaded_and_which_policy_decided(capsys, tmp_path):
+    code, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT))
+    assert code == 0
+    # examples/cluster.yaml: 4 nodes; 13 pods, of which ml/trainer-0 is pending; shop/web and batch/etl.
+    header = flat(out.split("\n\n")[0])
+    assert header.endswith(
+        f"snapshot {EXAMPLE}: 4 nodes, 13 pods (1 pending), 2 PDBs no policy file (Kubernetes rules only); ranking: default"
+    )
+    source = report(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT))["input"]
+    assert source["loaded"] == {"nodes": 4, "pods": 13, "pending": 1, "budgets": 2, "left_out": 0}
+    assert (source["policy"], source["queues"]) == (None, None)
+    assert source["ranking"][:3] == ["opted-out victims", "PDB violations", "broken gangs"]
+
+    policy = ROOT / "examples" / "policy.yaml"
+    code, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT), "--policy", str(policy))
+    assert flat(out.split("\n\n")[0]).endswith(f"2 PDBs policy {policy} (multi-tenant rules, 7 queue(s)); ranking: default")
+    source = report(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT), "--policy", str(policy))["input"]
+    assert (source["policy"], source["queues"]) == (str(policy), 7)
+
+    order = tmp_path / "order.yaml"
+    order.write_text("ranking: [broken gangs]\n")
+    code, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT), "--policy", str(order))
+    assert f"2 PDBs policy {order} (ranking only); ranking: opted-out victims, broken gangs, PDB violations," in flat(out)
+    source = report(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT), "--policy", str(order))["input"]
+    assert source["ranking"][:3] == ["opted-out victims", "broken gangs", "PDB violations"] and source["queues"] is None
+
+
+def with_a_service(tmp_path) -> Path:
+    dump = tmp_path / "dump.yaml"
+    dump.write_text(EXAMPLE.read_text() + "\n---\napiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\n")
+    return dump
+
+
+def test_items_left_out_are_named_on_stderr_and_counted(capsys, tmp_path):
+    dump = with_a_service(tmp_path)
+    code, out, err = run(capsys, "--snapshot", str(dump), "--pod", str(CHECKOUT))
+    assert code == 0
+    assert err == (
+        f"reprieve: {dump}: document 1 (Service shop/web): left out: reprieve does not read kind Service "
+        "(it reads Node, Pod, PodDisruptionBudget, PriorityClass, PodGroup)\n"
+    )
+    assert f"snapshot {dump}: 4 nodes, 13 pods (1 pending), 2 PDBs, 1 item(s) left out (named on stderr)" in flat(out)
+    assert report(capsys, "--snapshot", str(dump), "--pod", str(CHECKOUT))["input"]["loaded"]["left_out"] == 1
+
+
+def test_strict_makes_an_item_left_out_an_error(capsys, tmp_path):
+    dump = with_a_service(tmp_path)
+    code, out, err = run(capsys, "--snapshot", str(dump), "--strict", "--pod", str(CHECKOUT))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"reprieve: {dump}: document 1 (Service shop/web): left out: reprieve does not read kind Service")
+    assert err.endswith("--strict makes each an error\n") and err.count("\n") == 1
+
+
+def test_a_dump_without_nodes_is_an_error(capsys, tmp_path):
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("apiVersion: v1\nkind: List\nitems: []\n")
+    code, _, err = run(capsys, "--snapshot", str(empty), "--pod", str(CHECKOUT))
+    assert code == 2 and f"snapshot {empty} has no nodes, so there is nothing to decide on" in err
+
+
 # A pod file is hand-written: checked as the API server would, before anything is decided.
 
 HANDWRITTEN = [

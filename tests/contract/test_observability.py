@@ -246,6 +246,7 @@ def pasted_lines(doc: str, msg: str) -> list[dict]:
 @pytest.mark.parametrize(
     "doc, mode, verb",
     [
+        pytest.param("running.md", Mode.SHADOW, "preempt", id="running-shadow-preempt"),
         pytest.param("observability.md", Mode.SHADOW, "preempt", id="observability-shadow-preempt"),
         pytest.param("observability.md", Mode.ENFORCE, "filter", id="observability-filter"),
     ],

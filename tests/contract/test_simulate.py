@@ -184,3 +184,21 @@ def test_pending_pods_are_checked_as_the_api_server_would(capsys, tmp_path, cont
     code, out, err = run(capsys, "--snapshot", WORKLOAD[1], "--pods", str(pods))
     assert (code, out) == (2, "")
     assert err == f"reprieve: --pods {pods}: document 0: {message}\n"
+
+
+def test_items_left_out_of_the_snapshot_are_named_and_strict_stops(capsys, tmp_path):
+    dump = tmp_path / "cluster.yaml"
+    dump.write_text((ROOT / WORKLOAD[1]).read_text() + "\n---\nmetadata: {name: orphan}\n")
+    code, out, err = run(capsys, "--snapshot", str(dump), "--pods", WORKLOAD[3])
+    assert code == 0 and out.splitlines()[1].startswith("38 nodes, 69 bound pods")
+    assert err == f"reprieve: {dump}: document 1 (orphan): left out: no kind, so reprieve cannot tell what it is\n"
+    code, out, err = run(capsys, "--snapshot", str(dump), "--pods", WORKLOAD[3], "--strict")
+    assert (code, out) == (2, "")
+    assert err == f"reprieve: {dump}: document 1 (orphan): left out: no kind, so reprieve cannot tell what it is; --strict makes each an error\n"
+
+
+def test_docs_name_the_seed_where_reprieve_breaks_more_gangs(capsys):
+    # docs/simulate.md: reprieve ends with more broken gangs on one seed of 0-49, seed 30.
+    totals = report(capsys, "--generate", "16", "--seed", "30")["totals"]
+    assert (totals["stock"]["broken_gangs"], totals["reprieve"]["broken_gangs"]) == (0, 1)
+    assert "more on one (seed 30: 0 → 1)" in " ".join(DOCS.read_text().split())
