@@ -17,9 +17,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
 
-## Serve the bundled example cluster on 127.0.0.1:8888.
+## Serve the bundled example cluster on 127.0.0.1:$(PORT) (8888 unless set: make run PORT=9000).
+PORT ?= 8888
 run: $(STAMP)
-	$(VENV)/bin/reprieve serve --snapshot examples/cluster.yaml --bind 127.0.0.1:8888
+	$(VENV)/bin/reprieve serve --snapshot examples/cluster.yaml --bind 127.0.0.1:$(PORT)
 
 ## Every test.
 test: $(STAMP)

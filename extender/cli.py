@@ -16,57 +16,96 @@ from extender.errors import ConfigError, ReprieveError
 log = logging.getLogger("reprieve")
 
 
+# serve's environment fallbacks: flag destination -> variable. Only serve reads them (a
+# container's settings); the offline commands take their inputs from their flags alone, so a
+# run is what its command line says (docs/running.md).
+SERVE_ENV = {
+    "snapshot": "REPRIEVE_SNAPSHOT",
+    "bind": "REPRIEVE_BIND",
+    "tls_cert_file": "REPRIEVE_TLS_CERT_FILE",
+    "tls_private_key_file": "REPRIEVE_TLS_PRIVATE_KEY_FILE",
+    "client_ca_file": "REPRIEVE_CLIENT_CA_FILE",
+    "plain_bind": "REPRIEVE_PLAIN_BIND",
+    "mode": "REPRIEVE_MODE",
+    "policy": "REPRIEVE_POLICY",
+    "events": "REPRIEVE_EVENTS",
+    "log_level": "REPRIEVE_LOG_LEVEL",
+}
+OUTPUTS = ("table", "json")
+
+
+def version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("reprieve")
+    except metadata.PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="reprieve", description="A kinder, smarter kube-scheduler preemption extender.")
+    parser.add_argument("--version", action="version", version=f"reprieve {version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="answer the scheduler's filter, prioritize and preempt calls")
+    env = os.environ.get
     source = serve.add_mutually_exclusive_group()
     source.add_argument(
         "--snapshot",
-        default=os.environ.get("REPRIEVE_SNAPSHOT"),
+        metavar="PATH",
+        default=env("REPRIEVE_SNAPSHOT"),
         help="cluster dump to decide from (kubectl get nodes,pods,pdb,priorityclasses -A -o yaml); env REPRIEVE_SNAPSHOT",
     )
-    source.add_argument("--kubeconfig", help="watch the cluster this kubeconfig points at")
+    source.add_argument("--kubeconfig", metavar="PATH", help="watch the cluster this kubeconfig points at")
     source.add_argument("--in-cluster", action="store_true", help="watch the cluster reprieve runs in (service account)")
+    _strict_flag(serve)
     serve.add_argument(
         "--staleness-bound",
         type=float,
+        metavar="SECONDS",
         default=Settings.staleness_bound,
-        help="seconds a live view may lag (a broken watch) before /readyz fails and the verbs give safe answers",
+        help="seconds a live view may lag (a broken watch) before /readyz fails and the verbs give safe answers "
+        f"(default {Settings.staleness_bound:g})",
+    )
+    # Testing only (docs/upstream-semantics.md): apply each watch event this many seconds after
+    # it arrives, so that the scheduler's view runs ahead of reprieve's. Works, but not in --help.
+    serve.add_argument("--fault-watch-delay", type=float, default=Settings.fault_watch_delay, help=argparse.SUPPRESS)
+    serve.add_argument(
+        "--bind",
+        metavar="HOST:PORT",
+        default=env("REPRIEVE_BIND", Settings.bind),
+        help=f"address of the verbs, /healthz, /readyz and /metrics (default {Settings.bind}; env REPRIEVE_BIND)",
     )
     serve.add_argument(
-        "--fault-watch-delay",
-        type=float,
-        default=Settings.fault_watch_delay,
-        help="testing only: apply each watch event this many seconds after it arrives, so that the "
-        "scheduler's view runs ahead of reprieve's (docs/upstream-semantics.md)",
-    )
-    serve.add_argument(
-        "--bind", default=os.environ.get("REPRIEVE_BIND", Settings.bind), help="HOST:PORT to listen on; env REPRIEVE_BIND"
-    )
-    serve.add_argument(
-        "--threads", type=int, default=Settings.threads, help="threads that answer requests (each arrives whole first)"
+        "--threads",
+        type=int,
+        metavar="N",
+        default=Settings.threads,
+        help=f"threads that answer requests (each arrives whole first) (default {Settings.threads})",
     )
     _serving_flags(serve)
-    _policy_flag(serve)
+    _policy_flag(serve, env="REPRIEVE_POLICY")
     serve.add_argument(
         "--mode",
-        default=os.environ.get("REPRIEVE_MODE", Settings.mode.value),
+        metavar="{" + ",".join(m.value for m in Mode) + "}",
+        default=env("REPRIEVE_MODE", Settings.mode.value),
         help="enforce: answer with reprieve's decisions; shadow: answer as if reprieve were not there, "
-        "logging and counting what it would have decided; env REPRIEVE_MODE",
+        f"logging and counting what it would have decided (default {Settings.mode.value}; env REPRIEVE_MODE)",
     )
     serve.add_argument(
         "--events",
-        default=os.environ.get("REPRIEVE_EVENTS", Settings.events.value),
+        metavar="{" + ",".join(e.value for e in Events) + "}",
+        default=env("REPRIEVE_EVENTS", Settings.events.value),
         help="true: record Kubernetes Events on the preemptor and the victims of each preemption reprieve "
         "answered (live mode); false: none; shadow: also, in shadow mode, a 'would have' Event on each "
-        "preemptor; env REPRIEVE_EVENTS",
+        f"preemptor (default {Settings.events.value}; env REPRIEVE_EVENTS)",
     )
     serve.add_argument(
         "--log-level",
         type=str.upper,
         choices=["DEBUG", "INFO", "WARNING", "ERROR"],
-        default=os.environ.get("REPRIEVE_LOG_LEVEL", Settings.log_level).upper(),
+        default=env("REPRIEVE_LOG_LEVEL", Settings.log_level).upper(),
+        help=f"DEBUG, INFO, WARNING or ERROR (default {Settings.log_level}; env REPRIEVE_LOG_LEVEL)",
     )
     check = commands.add_parser(
         "check-policy", help="validate a policy file and show each queue's usage, shares and who may preempt"
@@ -78,26 +117,50 @@ def _parser() -> argparse.ArgumentParser:
     )
     _cluster_flags(explain, required=True, what="decide from")
     what = explain.add_mutually_exclusive_group(required=True)
-    what.add_argument("--pod", help="the pending pod: a Pod file (YAML or JSON) or NAMESPACE/NAME in the snapshot")
-    what.add_argument("--request", help="a captured extender request body (filter, prioritize or preempt)")
-    explain.add_argument("--nodes", help="with --pod: only these nodes, comma-separated (default: every node)")
-    explain.add_argument("--output", choices=["table", "json"], default="table")
+    what.add_argument(
+        "--pod", metavar="FILE|NAMESPACE/NAME", help="the pending pod: a Pod file (YAML or JSON) or NAMESPACE/NAME in the snapshot"
+    )
+    what.add_argument("--request", metavar="FILE", help="a captured extender request body (filter, prioritize or preempt)")
+    explain.add_argument("--nodes", metavar="A,B", help="with --pod: only these nodes, comma-separated (default: every node)")
+    _output_flag(explain)
     _policy_flag(explain)
     explain.set_defaults(log_level="WARNING")
     simulate = commands.add_parser(
         "simulate",
         help="replay pending pods through stock preemption and through reprieve, totals side by side (docs/simulate.md)",
     )
-    simulate.add_argument("--snapshot", help="cluster dump to start from; alone, its own pending pods are replayed in queue order")
-    simulate.add_argument("--pods", help="the pending pods, in order: a YAML or JSON file (a full dump too: only its pending Pods are kept)")
+    simulate.add_argument(
+        "--snapshot", metavar="PATH", help="cluster dump to start from; alone, its own pending pods are replayed in queue order"
+    )
+    simulate.add_argument(
+        "--pods",
+        metavar="PATH",
+        help="the pending pods, in order: a YAML or JSON file (a full dump too: only its pending Pods are kept)",
+    )
     simulate.add_argument("--generate", type=int, metavar="N", help="instead: a synthetic cluster and N pending preemptors")
-    simulate.add_argument("--seed", type=int, default=0, help="with --generate: the random seed (default 0)")
+    simulate.add_argument("--seed", type=int, metavar="S", default=0, help="with --generate: the random seed (default 0)")
     simulate.add_argument(
         "--replace", action="store_true", help="a controller-owned victim comes back as a pending replacement"
     )
-    simulate.add_argument("--output", choices=["table", "json"], default="table")
+    _strict_flag(simulate)
+    _output_flag(simulate)
     simulate.set_defaults(log_level="WARNING")
     return parser
+
+
+def _output_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "-o", "--output", choices=OUTPUTS, default=OUTPUTS[0], help="table (80 columns) or json (default table)"
+    )
+
+
+def _strict_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--strict",
+        action="store_true",
+        help="stop on any item of the snapshot left out (no kind, a kind reprieve does not read, a copy, "
+        "a pod bound to a node the dump lacks) instead of naming it on stderr",
+    )
 
 
 def _serving_flags(serve: argparse.ArgumentParser) -> None:
@@ -105,44 +168,52 @@ def _serving_flags(serve: argparse.ArgumentParser) -> None:
     env = os.environ.get
     serve.add_argument(
         "--tls-cert-file",
+        metavar="PATH",
         default=env("REPRIEVE_TLS_CERT_FILE"),
         help="serve the verbs over TLS with this certificate (PEM, chain after it); reloaded when the file changes; "
         "env REPRIEVE_TLS_CERT_FILE",
     )
     serve.add_argument(
         "--tls-private-key-file",
+        metavar="PATH",
         default=env("REPRIEVE_TLS_PRIVATE_KEY_FILE"),
         help="the certificate's private key (PEM); env REPRIEVE_TLS_PRIVATE_KEY_FILE",
     )
     serve.add_argument(
         "--client-ca-file",
+        metavar="PATH",
         default=env("REPRIEVE_CLIENT_CA_FILE"),
         help="require client certificates signed by these CAs (PEM bundle; mutual TLS); env REPRIEVE_CLIENT_CA_FILE",
     )
     serve.add_argument(
         "--plain-bind",
+        metavar="HOST:PORT",
         default=env("REPRIEVE_PLAIN_BIND"),
         help="HOST:PORT of a plain-HTTP listener serving only /healthz, /readyz and /metrics; env REPRIEVE_PLAIN_BIND",
     )
-    for flag, field, unit in (
-        ("--header-timeout", "header_timeout", "seconds from a request's first byte to the end of its headers (and for the TLS handshake)"),
-        ("--body-timeout", "body_timeout", "seconds from the end of a request's headers to the end of its body, and to send the answer"),
-        ("--max-connections", "max_connections", "connections open at once, all clients together"),
-        ("--max-connections-per-client", "max_connections_per_client", "connections open at once from one IP address"),
-        ("--max-buffered-bytes", "max_buffered_bytes", "bytes of request bodies being received at once, all connections together"),
-        ("--shutdown-delay", "shutdown_delay", "seconds after SIGTERM during which /readyz fails but requests are still answered"),
+    for flag, field, metavar, unit in (
+        ("--header-timeout", "header_timeout", "SECONDS", "seconds from a request's first byte to the end of its headers (and for the TLS handshake)"),
+        ("--body-timeout", "body_timeout", "SECONDS", "seconds from the end of a request's headers to the end of its body, and to send the answer"),
+        ("--max-connections", "max_connections", "N", "connections open at once, all clients together"),
+        ("--max-connections-per-client", "max_connections_per_client", "N", "connections open at once from one IP address"),
+        ("--max-buffered-bytes", "max_buffered_bytes", "BYTES", "bytes of request bodies being received at once, all connections together"),
+        ("--shutdown-delay", "shutdown_delay", "SECONDS", "seconds after SIGTERM during which /readyz fails but requests are still answered"),
     ):
         default = getattr(Settings, field)
-        serve.add_argument(flag, type=type(default), default=default, help=f"{unit} (default {default})")
+        shown = f"{default:g}" if isinstance(default, float) else default
+        serve.add_argument(flag, type=type(default), metavar=metavar, default=default, help=f"{unit} (default {shown})")
 
 
 def _cluster_flags(command: argparse.ArgumentParser, *, required: bool, what: str) -> None:
     """--snapshot FILE, or a live cluster read once: --kubeconfig PATH and/or --context NAME
     (either alone finds the other as kubectl does; extender.commands.cluster)."""
     source = command.add_mutually_exclusive_group()
-    source.add_argument("--snapshot", help=f"{what} this cluster dump")
-    source.add_argument("--kubeconfig", help=f"{what} the cluster this kubeconfig points at (listed once)")
-    command.add_argument("--context", help="with --kubeconfig (or $KUBECONFIG): this context, not the current one")
+    source.add_argument("--snapshot", metavar="PATH", help=f"{what} this cluster dump")
+    source.add_argument("--kubeconfig", metavar="PATH", help=f"{what} the cluster this kubeconfig points at (listed once)")
+    command.add_argument(
+        "--context", metavar="NAME", help="with --kubeconfig (or $KUBECONFIG): this context, not the current one"
+    )
+    _strict_flag(command)
     command.set_defaults(cluster_required=required)
 
 
@@ -153,7 +224,7 @@ def _cluster(args: argparse.Namespace):
     if args.snapshot:
         if args.context:
             raise ConfigError("--context goes with --kubeconfig, not --snapshot")
-        return cluster.snapshot(args.snapshot)
+        return cluster.snapshot(args.snapshot, strict=args.strict)
     if args.kubeconfig or args.context:
         return cluster.live(args.kubeconfig, args.context)
     if args.cluster_required:
@@ -161,11 +232,13 @@ def _cluster(args: argparse.Namespace):
     return None
 
 
-def _policy_flag(command: argparse.ArgumentParser) -> None:
+def _policy_flag(command: argparse.ArgumentParser, *, env: str | None = None) -> None:
+    """--policy; ``env`` its environment fallback (serve only)."""
     command.add_argument(
         "--policy",
-        default=os.environ.get("REPRIEVE_POLICY"),
-        help="multi-tenant preemption rules (queues, fences, opt-out; docs/policy.md); env REPRIEVE_POLICY",
+        metavar="PATH",
+        default=os.environ.get(env) if env else None,
+        help="multi-tenant preemption rules and the ranking's order (docs/policy.md)" + (f"; env {env}" if env else ""),
     )
 
 
@@ -173,11 +246,42 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logs.configure(getattr(args, "log_level", "WARNING"))
     commands = {"serve": _serve, "check-policy": _check_policy, "explain": _explain, "simulate": _simulate}
+    if args.command != "serve":
+        _unused_environment(args)
     try:
         return commands[args.command](args)
     except ReprieveError as exc:
         print(f"reprieve: {exc}", file=sys.stderr)
         return 2
+
+
+def _unused_environment(args: argparse.Namespace) -> None:
+    """Say so when serve's environment is set where an offline command ignores it: an exported
+    REPRIEVE_POLICY must not look as if it decided explain's answer, nor REPRIEVE_SNAPSHOT its
+    cluster."""
+    from extender.commands import warn
+
+    for dest in ("snapshot", "policy"):
+        var = SERVE_ENV[dest]
+        if os.environ.get(var) and getattr(args, dest, None) is None:
+            use = f"; give --{dest} to use it" if dest in vars(args) else ""
+            warn(f"note: {var} is set but not used: only serve reads the environment{use}")
+
+
+def _environment(args: argparse.Namespace) -> list[str]:
+    """serve's settings that came from the environment (SERVE_ENV), as VAR=value, and those a
+    flag overrode. A snapshot from the environment does not count against --kubeconfig or
+    --in-cluster: the flag wins."""
+    found = []
+    if (args.kubeconfig or args.in_cluster) and args.snapshot == os.environ.get("REPRIEVE_SNAPSHOT"):
+        args.snapshot = None
+    for dest, var in SERVE_ENV.items():
+        value = os.environ.get(var)
+        if value is None:
+            continue
+        used = getattr(args, dest) == (value.upper() if dest == "log_level" else value)
+        found.append(f"{var}={value}" + ("" if used else " (overridden by its flag)"))
+    return found
 
 
 def _check_policy(args: argparse.Namespace) -> int:
@@ -238,6 +342,9 @@ def _serve(args: argparse.Namespace) -> int:
         client_ca_file=args.client_ca_file,
     )
     stopping = threading.Event()
+    environment = _environment(args)
+    if environment:
+        log.info("from the environment: %s", ", ".join(environment))
     log.info("mode: %s", settings.mode.value)
     policy = policy_file.load(args.policy) if args.policy else policy_file.Policy(None)
     rules, order = policy.rules, policy.order
@@ -270,8 +377,11 @@ def _serve(args: argparse.Namespace) -> int:
             )
 
     elif args.snapshot:
-        cluster = StaticCluster(snapshot.load(args.snapshot), source=args.snapshot)
-        log.info("serving on %s from %s", settings.bind, cluster.describe())
+        # Each item left out is a warning line (with --strict, the error); no nodes, an error.
+        loaded = snapshot.read(args.snapshot, strict=args.strict, warn=log.warning, need_nodes=True)
+        cluster = StaticCluster(loaded.view, source=args.snapshot)
+        left = f"; {len(loaded.left_out)} item(s) left out, each named above" if loaded.left_out else ""
+        log.info("serving on %s from %s%s", settings.bind, cluster.describe(), left)
         if settings.events is not Events.OFF:
             log.info("events: none in snapshot mode (no API server to write them to)")
 
@@ -316,6 +426,7 @@ def _explain(args: argparse.Namespace) -> int:
         output=args.output,
         rules=policy.rules,
         order=policy.order,
+        policy=args.policy,
         now=time.time(),
     )
     sys.stdout.write(report)
@@ -323,7 +434,7 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from extender.commands import simulate
+    from extender.commands import simulate, warn
 
     sys.stdout.write(
         simulate.run(
@@ -333,7 +444,8 @@ def _simulate(args: argparse.Namespace) -> int:
             seed=args.seed,
             replace=args.replace,
             output=args.output,
-            warn=lambda note: print(f"reprieve: {note}", file=sys.stderr),
+            warn=warn,
+            strict=args.strict,
         )
     )
     return 0

@@ -22,15 +22,18 @@ def _parser() -> argparse.ArgumentParser:
         prog="kubectl reprieve",
         description="reprieve's preemption decisions on the cluster of the current kubeconfig context.",
     )
+    parser.add_argument("--version", action="version", version=f"kubectl-reprieve {cli.version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     explain = commands.add_parser(
         "explain", help="what reprieve and stock preemption decide for a pending pod (docs/explain.md)"
     )
     explain.add_argument("pod", metavar="[NAMESPACE/]POD", help="the pending pod")
-    explain.add_argument("-n", "--namespace", help="the pod's namespace (default: the context's, else default)")
-    explain.add_argument("--nodes", help="only these nodes, comma-separated (default: every node)")
-    explain.add_argument("--policy", help="multi-tenant preemption rules (docs/policy.md)")
-    explain.add_argument("-o", "--output", choices=["table", "json"], default="table")
+    explain.add_argument("-n", "--namespace", metavar="NAMESPACE", help="the pod's namespace (default: the context's, else default)")
+    explain.add_argument("--nodes", metavar="A,B", help="only these nodes, comma-separated (default: every node)")
+    explain.add_argument("--policy", metavar="PATH", help="multi-tenant preemption rules and the ranking's order (docs/policy.md)")
+    explain.add_argument(
+        "-o", "--output", choices=cli.OUTPUTS, default=cli.OUTPUTS[0], help="table (80 columns) or json (default table)"
+    )
     _kube_flags(explain)
     check = commands.add_parser("check-policy", help="validate a policy file against the cluster's queues")
     check.add_argument("policy", metavar="FILE", help="the policy file (see docs/policy.md)")
@@ -39,8 +42,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _kube_flags(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--kubeconfig", help="the kubeconfig (default: $KUBECONFIG, else ~/.kube/config)")
-    command.add_argument("--context", help="the kubeconfig context (default: its current-context)")
+    command.add_argument("--kubeconfig", metavar="PATH", help="the kubeconfig (default: $KUBECONFIG, else ~/.kube/config)")
+    command.add_argument("--context", metavar="NAME", help="the kubeconfig context (default: its current-context)")
 
 
 def reprieve_args(args: argparse.Namespace) -> list[str]:

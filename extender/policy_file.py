@@ -11,34 +11,45 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import pydantic
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 
-from extender.state import kube, translate
+from extender.state import handwritten, kube, translate
 from extender.errors import ConfigError
 from policy import ranking
 from policy.tenancy import OPT_OUT_ANNOTATION, OptOut, Preemption, Queue, Rules
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+DURATION_FORM = "a duration such as 30s or 5m (units ms, s, m, h; 1m30s combines them)"
 
 
 def parse_duration(text: str) -> float:
     """A Go-style duration (``30s``, ``1m30s``, ``500ms``, ``0s``) in seconds."""
     text = text.strip()
     if not text or _DURATION.sub("", text):
-        raise ValueError(f"{text!r} is not a duration like 30s, 1m30s or 500ms")
+        hint = f": write the unit, as in {text}s" if re.fullmatch(r"\d+(\.\d+)?", text) else ""
+        raise ValueError(f"{text!r} is not {DURATION_FORM}{hint}")
     return sum(float(n) * _UNIT_SECONDS[unit] for n, unit in _DURATION.findall(text))
+
+
+def _duration(value: object) -> str:
+    """A duration field: a string parse_duration reads; a bare number is told the form."""
+    if isinstance(value, str):
+        parse_duration(value)
+        return value
+    hint = f": write the unit, as in {value}s" if type(value) in (int, float) else ""
+    raise ValueError(f"{value!r} is not {DURATION_FORM}{hint}")
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-Duration = StrictStr  # checked by parse_duration
+Duration = Annotated[str, BeforeValidator(_duration)]
 
 
 class QueueSpec(_Strict):
@@ -50,13 +61,6 @@ class QueueSpec(_Strict):
     weight: StrictInt | None = Field(default=None, ge=1, le=1_000_000)
     preemption: Literal["default", "fence", "disabled"] = "default"
     delay: Duration | None = None
-
-    @field_validator("delay")
-    @classmethod
-    def _delay(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_duration(value)
-        return value
 
     @field_validator("selector")
     @classmethod
@@ -93,12 +97,6 @@ class PolicySpec(_Strict):
     # the default order.
     ranking: list[StrictStr] | None = None
 
-    @field_validator("preemptionDelay")
-    @classmethod
-    def _delay(cls, value: str) -> str:
-        parse_duration(value)
-        return value
-
 
 @dataclass(frozen=True)
 class Policy:
@@ -122,6 +120,9 @@ def load(path: str | Path) -> Policy:
 def parse(raw: object, *, source: str = "policy") -> Policy:
     if not isinstance(raw, dict):
         raise ConfigError(f"policy {source}: expected a mapping at the top, not {type(raw).__name__}")
+    unknown = handwritten.model_problems(raw, PolicySpec)
+    if unknown:
+        raise ConfigError(f"policy {source}: {_named(handwritten.describe(unknown), raw)}")
     try:
         spec = PolicySpec.model_validate(raw)
     except pydantic.ValidationError as exc:

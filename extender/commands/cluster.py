@@ -22,10 +22,22 @@ class Cluster:
     view: ClusterView
     snapshot: str | None  # the snapshot's path, or None for a live cluster
     live: str | None  # "context NAME (SERVER)" for a live cluster, or None
+    left_out: int = 0  # items of the snapshot left out (each named on stderr as it was read)
 
     def noun(self) -> str:
         """How messages name where the objects came from."""
         return "the snapshot" if self.snapshot is not None else "the cluster"
+
+    def loaded(self) -> dict[str, int]:
+        """What the view holds, as explain's header and JSON ``input.loaded`` give it."""
+        view = self.view
+        return {
+            "nodes": len(view.nodes),
+            "pods": len(view.pods),
+            "pending": sum(1 for p in view.pods.values() if p.node_name is None),
+            "budgets": sum(len(b) for b in view.budgets.values()),
+            "left_out": self.left_out,
+        }
 
 
 def kubeconfig_path(explicit: str | None = None) -> str:
@@ -50,10 +62,14 @@ def context_of(kubeconfig: str, context: str | None) -> dict:
     raise ConfigError(f"kubeconfig {kubeconfig}: no context {context!r} (it has {names})")
 
 
-def snapshot(path: str) -> Cluster:
+def snapshot(path: str, *, strict: bool = False) -> Cluster:
+    """The snapshot at ``path``: each item left out named on stderr (with ``strict``, an
+    error); one without nodes is an error."""
+    from extender.commands import warn
     from extender.state import snapshot as snapshots
 
-    return Cluster(snapshots.load(path), snapshot=path, live=None)
+    loaded = snapshots.read(path, strict=strict, warn=warn, need_nodes=True)
+    return Cluster(loaded.view, snapshot=path, live=None, left_out=len(loaded.left_out))
 
 
 def live(kubeconfig: str | None, context: str | None = None, *, timeout: float = 120.0) -> Cluster:

@@ -21,7 +21,7 @@ from extender.commands import explain_table
 from extender import wire
 
 from extender.commands.cluster import Cluster
-from extender.state import kube, translate
+from extender.state import handwritten, kube, translate
 from extender.errors import BadRequest, ConfigError
 from extender.commands.explain_report import args_report, preemption_report
 from policy import ranking
@@ -41,12 +41,23 @@ def run(
     rules: Rules | None = None,
     now: float | None = None,
     order: ranking.Order = ranking.DEFAULT,
+    policy: str | None = None,
 ) -> str:
     """The report for ``reprieve explain``, rendered; bad input raises a ReprieveError.
     ``now`` (seconds since the epoch) is when the preemption delay of ``rules`` is judged;
-    ``order`` the ranking's (a policy file's)."""
+    ``order`` the ranking's and ``policy`` the path of the policy file both come from."""
     view, where = cluster.view, cluster.noun()
-    source = {"snapshot": cluster.snapshot, "cluster": cluster.live, "pod": pod, "request": request, "nodes": None}
+    source = {
+        "snapshot": cluster.snapshot,
+        "cluster": cluster.live,
+        "loaded": cluster.loaded(),
+        "policy": policy,
+        "queues": len(rules.queue_names()) if rules is not None else None,
+        "ranking": list(order.names),
+        "pod": pod,
+        "request": request,
+        "nodes": None,
+    }
     if request is not None:
         if nodes is not None:
             raise ConfigError("--nodes goes with --pod; a request names its own nodes")
@@ -102,6 +113,10 @@ def _pod_from_file(view: ClusterView, where: str, path: Path) -> Pod:
     obj = docs[0]
     if obj.get("kind", "Pod") != "Pod":
         raise ConfigError(f"--pod {path}: kind is {obj.get('kind')!r}, expected Pod")
+    # Written by hand: checked as the API server would (unknown fields, extended resources).
+    problems = handwritten.pod_problems(obj)
+    if problems:
+        raise ConfigError(f"--pod {path}: {handwritten.describe(problems)}")
     try:
         parsed = kube.Pod.model_validate(obj)
     except pydantic.ValidationError as exc:

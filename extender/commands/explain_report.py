@@ -7,11 +7,10 @@ asks for it. docs/explain.md documents every field.
 
 from __future__ import annotations
 
-import datetime
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from extender import times
 from policy import ranking, resources, stock
 from policy.filter import filter_nodes
 from policy.model import Pod
@@ -173,7 +172,7 @@ def _stock_side(both: _Both, name: str) -> dict:
         side["reasons"] = [*(dry.reasons if dry else ()), *([pick.reasons[name]] if name in pick.reasons else [])]
         if name not in pick.ranks:
             side["reasons"].append("not ranked: a victim is not in the snapshot")
-    side["reasons"] = [_readable(r) for r in side["reasons"]]
+    side["reasons"] = [times.readable(r) for r in side["reasons"]]
     return side
 
 
@@ -200,7 +199,7 @@ def _reprieve_side(both: _Both, name: str) -> dict:
         "cost": _cost(cost) if cost else None,
         "offered": outcome.verdict in (Verdict.CHOSEN, Verdict.PASSED_THROUGH),
         "chosen": name in both.final.tied,
-        "reasons": [_readable(r) for r in outcome.reasons],
+        "reasons": [times.readable(r) for r in outcome.reasons],
     }
 
 
@@ -211,7 +210,7 @@ def _cost(cost: ranking.Cost) -> dict:
         if criterion.plain is not None:  # e.g. the plain sum of priorities (compared shifted per victim)
             value = criterion.plain(value, cost.value)
         if criterion.unit is ranking.Unit.TIME:
-            value = _time(-value)
+            value = times.iso(-value)
         elif value == -float("inf"):  # no live victim: every one terminating
             value = None
         shown[criterion.field] = value
@@ -232,7 +231,7 @@ def _victims(view: ClusterView, uids: Iterable[str]) -> list[dict]:
                 "priority": pod.priority,
                 "qos": pod.qos.wire,
                 "pdbs": sorted(b.key for b in view.budgets_covering(pod)),
-                "start_time": _time(pod.start_time),
+                "start_time": times.iso(pod.start_time),
                 "terminating": pod.terminating,
             }
         )
@@ -251,20 +250,6 @@ def _pod(pod: Pod) -> dict:
         "preemption_policy": "Never" if pod.preemption_never else "PreemptLowerPriority",
         "unmodelled": list(pod.unmodelled),
     }
-
-
-def _time(seconds: float | None) -> str | None:
-    if seconds is None or seconds in (float("inf"), -float("inf")):
-        return None
-    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-_EPOCH = re.compile(r"(-?\d+)s since the epoch")
-
-
-def _readable(reason: str) -> str:
-    """Policy reasons give times as seconds since the epoch (policy reads no clock or calendar)."""
-    return _EPOCH.sub(lambda m: _time(float(m.group(1))) or m.group(0), reason)
 
 
 def _differences(rows: list[dict], stock_pick: stock.Pick, final: stock.Pick, decision: PreemptDecision) -> list[str]:

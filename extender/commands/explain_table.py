@@ -5,9 +5,12 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterable
 
+from policy import ranking as _ranking
+
 WIDTH = 80
 MARK = "*"  # marks whatever differs between stock preemption and reprieve
 FILTERED = "not a candidate: filtered out"  # a stock status (explain_report, policy.causes.Cause.FILTERED)
+DEFAULT_RANKING = _ranking.DEFAULT.names
 
 
 def render(report: dict) -> str:
@@ -45,7 +48,8 @@ def _header(report: dict) -> list[str]:
     if extras:
         lines += _wrap(", ".join(extras), "  ")
     lines += _unmodelled(pod)
-    lines += _wrap(f"snapshot {source['snapshot']}" if source["snapshot"] else f"live: {source['cluster']}", "  ")
+    lines += _wrap(_loaded(source), "  ")
+    lines += _wrap(_policy(source), "  ")
     return lines + [""]
 
 
@@ -58,6 +62,27 @@ def _unmodelled(pod: dict) -> list[str]:
         "report admits (--nodes leaves them out)",
         "  ",
     )
+
+
+def _loaded(source: dict) -> str:
+    """Where the cluster came from and what of it was read."""
+    n = source["loaded"]
+    where = f"snapshot {source['snapshot']}" if source["snapshot"] else f"live: {source['cluster']}"
+    left = f", {n['left_out']} item(s) left out (named on stderr)" if n["left_out"] else ""
+    return f"{where}: {n['nodes']} nodes, {n['pods']} pods ({n['pending']} pending), {n['budgets']} PDBs{left}"
+
+
+def _policy(source: dict) -> str:
+    """The policy file and the ranking that decided."""
+    if source["policy"] is None:
+        rules = "no policy file (Kubernetes rules only)"
+    elif source["queues"] is None:
+        rules = f"policy {source['policy']} (ranking only)"
+    else:
+        rules = f"policy {source['policy']} (multi-tenant rules, {source['queues']} queue(s))"
+    ranking = source["ranking"]
+    order = "default" if tuple(ranking) == DEFAULT_RANKING else ", ".join(ranking)
+    return f"{rules}; ranking: {order}"
 
 
 def _preemption(report: dict) -> list[str]:

@@ -8,6 +8,8 @@
   queued once, and the cluster starts with the file's copy of it in place of the snapshot's. A
   Pod of the file that the snapshot holds bound to a node is an error: the two disagree.
 
+Every Pod of a ``--pods`` file is checked as the API server would check it
+(extender.state.handwritten: unknown fields, extended resources whole and equal to their limits).
 Notes (what was left out, and why) are for stderr; bad input raises a ConfigError naming the
 file, the document and the object.
 """
@@ -25,7 +27,7 @@ import pydantic
 import yaml
 
 from extender.errors import ConfigError
-from extender.state import kube, translate
+from extender.state import handwritten, kube, translate
 from policy import scheduling_queue
 from policy.model import Pod
 from policy.view import ClusterView
@@ -116,7 +118,11 @@ def _objects(path: Path) -> Iterator[tuple[str, object]]:
 
 
 def _pod(view: ClusterView, where: str, obj: dict) -> tuple[Pod, str]:
-    """The Pod's record, and why the scheduler would not queue it ('' if it would)."""
+    """The Pod's record, and why the scheduler would not queue it ('' if it would). Every Pod of
+    the file is first checked as the API server would check it (extender.state.handwritten)."""
+    problems = handwritten.pod_problems(obj)
+    if problems:
+        raise ConfigError(f"{where}: {handwritten.describe(problems)}")
     try:
         parsed = kube.Pod.model_validate(obj)
     except pydantic.ValidationError as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 
 from extender.commands import pending as pending_pods
+from extender.commands import warn as to_stderr
 from extender.errors import ConfigError
 from extender.state import snapshot
 from policy import replay, workload
@@ -46,10 +47,13 @@ def run(
     seed: int = 0,
     replace: bool = False,
     output: str = "table",
-    warn: Callable[[str], None] = lambda note: None,
+    warn: Callable[[str], None] = to_stderr,
+    strict: bool = False,
 ) -> str:
     """The rendered report; bad input raises a ReprieveError naming the file and object.
-    ``warn`` is given a line for each thing left out of the queue (extender.commands.pending)."""
+    ``warn`` is given a line for each item the snapshot loader leaves out (with ``strict``, the
+    first is an error instead) and for each thing left out of the queue
+    (extender.commands.pending); by default the lines go to stderr."""
     if generate is not None:
         if snapshot_path or pods_path:
             raise ConfigError("--generate makes its own cluster and pods; leave out --snapshot and --pods")
@@ -61,7 +65,7 @@ def run(
     else:
         if not snapshot_path:
             raise ConfigError("give --snapshot (with --pods, or alone to replay its own pending pods), or --generate N")
-        view = snapshot.load(snapshot_path)
+        view = snapshot.read(snapshot_path, strict=strict, warn=warn, need_nodes=True).view
         if pods_path:
             queue = pending_pods.of_file(view, Path(pods_path))
         else:

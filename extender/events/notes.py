@@ -8,11 +8,10 @@ candidates), and for each victim why it rather than the lower-priority pods that
 
 from __future__ import annotations
 
-import datetime
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from extender import times
 from policy import gangs, homes, ranking, stock
 from policy.criteria import Stay
 from policy.model import Pod
@@ -112,7 +111,7 @@ def preemptor_note(a: Answer) -> str:
     batch/report-2 stock would have taken. Not node-b: PDB violations 1 there vs 0 on node-a.``"""
     text = f"On {a.node}: {_broken(a)}{_count(a.violations, 'PDB violation')}; evicts {_pods(a.victims)}"
     text += _against_stock(a)
-    return _readable(text + "." + _others(a))
+    return times.readable(text + "." + _others(a))
 
 
 def victim_note(a: Answer, victim: Pod) -> str:
@@ -127,7 +126,7 @@ def victim_note(a: Answer, victim: Pod) -> str:
         text += ", chosen over the pods that stay: " + "; ".join(parts)
     else:
         text += ": no lower-priority pod on the node stays"
-    return _readable(f"{text}. {'; '.join(a.reasons)}.")
+    return times.readable(f"{text}. {'; '.join(a.reasons)}.")
 
 
 def shadow_note(a: Answer, taken: str) -> str:
@@ -135,14 +134,14 @@ def shadow_note(a: Answer, taken: str) -> str:
     theirs = a.proposed.get(taken, ())
     if a.node is None:
         why = "; ".join(a.reasons) or "no candidate node"
-        return _readable(f"reprieve would not have preempted ({why}); the scheduler evicts {_pods(theirs)} on {taken}.")
+        return times.readable(f"reprieve would not have preempted ({why}); the scheduler evicts {_pods(theirs)} on {taken}.")
     if a.node == taken and {p.uid for p in a.victims} == {_uid(p) for p in theirs}:
-        return _readable(
+        return times.readable(
             f"reprieve would have done the same: on {taken}, {_count(a.violations, 'PDB violation')}, evicting {_pods(a.victims)}."
         )
     text = f"reprieve would have preempted on {a.node}: {_count(a.violations, 'PDB violation')}; evicts {_pods(a.victims)}"
     text += f", not {_pods(theirs)} the scheduler evicts" + ("" if a.node == taken else f" on {taken}")
-    return _readable(text + "." + _others(a))
+    return times.readable(text + "." + _others(a))
 
 
 def _against_stock(a: Answer) -> str:
@@ -198,14 +197,3 @@ def _count(n: int, what: str) -> str:
 
 def _uid(pod: Pod | str) -> str:
     return pod.uid if isinstance(pod, Pod) else pod
-
-
-_EPOCH = re.compile(r"(-?\d+)s since the epoch")
-
-
-def _readable(text: str) -> str:
-    """Policy reasons give times as seconds since the epoch (policy reads no calendar)."""
-    return _EPOCH.sub(
-        lambda m: datetime.datetime.fromtimestamp(float(m.group(1)), datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), text
-    )
-

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from itertools import islice
 
 import orjson
@@ -44,9 +45,11 @@ def bounded(value):
 
 
 class JsonFormatter(logging.Formatter):
+    converter = time.gmtime  # "time" is UTC, written with its Z like every other time reprieve shows
+
     def format(self, record: logging.LogRecord) -> str:
         entry = {
-            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%SZ"),
             "level": record.levelname.lower(),
             "logger": record.name,
             "msg": record.getMessage(),

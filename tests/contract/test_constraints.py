@@ -218,3 +218,31 @@ def test_docs_simulate_shows_the_dump_run_as_it_prints(capsys):
     code, out, err = cli.run(capsys, "simulate", "--snapshot", "examples/gpu/dump.yaml")
     assert code == 0 and out == pasted
     assert " ".join(err.split()) in " ".join(text.split())  # the stderr line it quotes
+
+
+def test_the_header_orders_pod_unmodelled_loaded_and_policy(capsys, tmp_path):
+    # offline-a's "not modelled" line and offline-b's loaded and policy lines, in that order.
+    pod = raw_pod("shop/web-2")
+    pod["metadata"] = {"name": "web-3", "namespace": "shop"}
+    pod["spec"]["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"topologyKey": "zone"}]}}
+    (tmp_path / "web-3.yaml").write_text(yaml.safe_dump(pod))
+    code, out, _ = cli.run(capsys, "explain", "--snapshot", str(DUMP), "--pod", str(tmp_path / "web-3.yaml"))
+    header = out.split("\n\n", 1)[0].splitlines()
+    assert code == 0 and header[0] == "reprieve explain: shop/web-3 (pod)"
+    starts = ("  not modelled: inter-pod affinity;", f"  snapshot {DUMP}: 5 nodes,", "  no policy file (Kubernetes rules only)")
+    at = [next(i for i, line in enumerate(header) if line.startswith(start)) for start in starts]
+    assert 2 <= at[0] < at[1] < at[2] == len(header) - 1
+
+
+def test_the_dump_alone_names_what_its_loader_left_out_and_strict_stops(capsys, tmp_path):
+    dump = tmp_path / "dump.yaml"
+    dump.write_text(DUMP.read_text() + "\n---\nmetadata: {name: orphan}\n")
+    code, out, err = cli.run(capsys, "simulate", "--snapshot", str(dump))
+    assert code == 0 and out.splitlines()[1].startswith("5 nodes, 8 bound pods, 1 PDBs, 5 pending pods")
+    assert err.splitlines() == [
+        f"reprieve: {dump}: document 1 (orphan): left out: no kind, so reprieve cannot tell what it is",
+        f"reprieve: snapshot {dump}: left out pending Pods the scheduler would not queue: 1 scheduling-gated",
+    ]
+    code, out, err = cli.run(capsys, "simulate", "--snapshot", str(dump), "--strict")
+    assert (code, out) == (2, "")
+    assert err == f"reprieve: {dump}: document 1 (orphan): left out: no kind, so reprieve cannot tell what it is; --strict makes each an error\n"

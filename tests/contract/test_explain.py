@@ -339,3 +339,133 @@ def test_request_with_nodes_and_victims_the_snapshot_does_not_know(capsys, tmp_p
     code, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--request", str(request))
     assert code == 0 and "UID unknown-uid (not in the snapshot)" in out
     assert all(len(line) <= 80 for line in out.splitlines())
+
+
+# What was loaded and what decided it (issue 26): the header and input say so.
+
+
+def test_header_and_input_say_what_was_loaded_and_which_policy_decided(capsys, tmp_path):
+    code, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT))
+    assert code == 0
+    # examples/cluster.yaml: 4 nodes; 13 pods, of which ml/trainer-0 is pending; shop/web and batch/etl.
+    header = flat(out.split("\n\n")[0])
+    assert header.endswith(
+        f"snapshot {EXAMPLE}: 4 nodes, 13 pods (1 pending), 2 PDBs no policy file (Kubernetes rules only); ranking: default"
+    )
+    source = report(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT))["input"]
+    assert source["loaded"] == {"nodes": 4, "pods": 13, "pending": 1, "budgets": 2, "left_out": 0}
+    assert (source["policy"], source["queues"]) == (None, None)
+    assert source["ranking"][:3] == ["opted-out victims", "PDB violations", "broken gangs"]
+
+    policy = ROOT / "examples" / "policy.yaml"
+    code, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT), "--policy", str(policy))
+    assert flat(out.split("\n\n")[0]).endswith(f"2 PDBs policy {policy} (multi-tenant rules, 7 queue(s)); ranking: default")
+    source = report(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT), "--policy", str(policy))["input"]
+    assert (source["policy"], source["queues"]) == (str(policy), 7)
+
+    order = tmp_path / "order.yaml"
+    order.write_text("ranking: [broken gangs]\n")
+    code, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT), "--policy", str(order))
+    assert f"2 PDBs policy {order} (ranking only); ranking: opted-out victims, broken gangs, PDB violations," in flat(out)
+    source = report(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT), "--policy", str(order))["input"]
+    assert source["ranking"][:3] == ["opted-out victims", "broken gangs", "PDB violations"] and source["queues"] is None
+
+
+def with_a_service(tmp_path) -> Path:
+    dump = tmp_path / "dump.yaml"
+    dump.write_text(EXAMPLE.read_text() + "\n---\napiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\n")
+    return dump
+
+
+def test_items_left_out_are_named_on_stderr_and_counted(capsys, tmp_path):
+    dump = with_a_service(tmp_path)
+    code, out, err = run(capsys, "--snapshot", str(dump), "--pod", str(CHECKOUT))
+    assert code == 0
+    assert err == (
+        f"reprieve: {dump}: document 1 (Service shop/web): left out: reprieve does not read kind Service "
+        "(it reads Node, Pod, PodDisruptionBudget, PriorityClass, PodGroup)\n"
+    )
+    assert f"snapshot {dump}: 4 nodes, 13 pods (1 pending), 2 PDBs, 1 item(s) left out (named on stderr)" in flat(out)
+    assert report(capsys, "--snapshot", str(dump), "--pod", str(CHECKOUT))["input"]["loaded"]["left_out"] == 1
+
+
+def test_strict_makes_an_item_left_out_an_error(capsys, tmp_path):
+    dump = with_a_service(tmp_path)
+    code, out, err = run(capsys, "--snapshot", str(dump), "--strict", "--pod", str(CHECKOUT))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"reprieve: {dump}: document 1 (Service shop/web): left out: reprieve does not read kind Service")
+    assert err.endswith("--strict makes each an error\n") and err.count("\n") == 1
+
+
+def test_a_dump_without_nodes_is_an_error(capsys, tmp_path):
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("apiVersion: v1\nkind: List\nitems: []\n")
+    code, _, err = run(capsys, "--snapshot", str(empty), "--pod", str(CHECKOUT))
+    assert code == 2 and f"snapshot {empty} has no nodes, so there is nothing to decide on" in err
+
+
+# A pod file is hand-written: checked as the API server would, before anything is decided.
+
+HANDWRITTEN = [
+    pytest.param(
+        "containers: [{name: m, image: x, resources: {requets: {cpu: '2'}}}]",
+        "spec.containers.0.resources.requets: unknown field (did you mean requests?)", id="typo-requests",
+    ),
+    pytest.param("nodeSelectr: {a: b}\n  containers: []", "spec.nodeSelectr: unknown field (did you mean nodeSelector?)", id="typo-spec"),
+    pytest.param(
+        "containers: [{name: m, resources: {limits: {example.com/gpu: 0.5}}}]",
+        "spec.containers.0.resources.limits.example.com/gpu: 0.5 must be a whole number (example.com/gpu is an extended resource)",
+        id="half-a-gpu",
+    ),
+    pytest.param(
+        "containers: [{name: m, resources: {requests: {example.com/gpu: 1}, limits: {example.com/gpu: 2}}}]",
+        "spec.containers.0.resources.requests.example.com/gpu: 1 must equal the limit, 2 (example.com/gpu cannot be overcommitted)",
+        id="gpu-request-below-limit",
+    ),
+    pytest.param(
+        "containers: [{name: m, resources: {requests: {example.com/gpu: 1}}}]",
+        "spec.containers.0.resources.limits.example.com/gpu: required: example.com/gpu cannot be overcommitted, so its limit must be set, equal to the request",
+        id="gpu-without-limit",
+    ),
+    pytest.param(
+        "initContainers: [{name: i, resources: {requests: {cpu: '2'}, limits: {cpu: '1'}}}]\n  containers: []",
+        "spec.initContainers.0.resources.requests.cpu: 2 must be at most the limit, 1", id="cpu-request-above-limit",
+    ),
+    pytest.param(
+        "containers: [{name: m, resources: {requests: {gpu: 1}}}]",
+        "spec.containers.0.resources.requests.gpu: not a standard resource (cpu, memory, ephemeral-storage, hugepages-<size>); "
+        "an extended resource has a domain, such as nvidia.com/gpu", id="gpu-without-a-domain",
+    ),
+    pytest.param(
+        "containers: [{name: m, resources: {requests: {memroy: 1Gi}}}]",
+        "spec.containers.0.resources.requests.memroy: not a standard resource (cpu, memory, ephemeral-storage, hugepages-<size>); did you mean memory?",
+        id="typo-memory",
+    ),
+]
+
+
+@pytest.mark.parametrize("spec, message", HANDWRITTEN)
+def test_a_pod_file_is_checked_as_the_api_server_would(capsys, tmp_path, spec, message):
+    pod = tmp_path / "pod.yaml"
+    pod.write_text(f"apiVersion: v1\nkind: Pod\nmetadata: {{name: p, namespace: shop}}\nspec:\n  priority: 10000\n  {spec}\n")
+    code, out, err = run(capsys, "--snapshot", str(EXAMPLE), "--pod", str(pod))
+    assert (code, out) == (2, "")
+    assert err == f"reprieve: --pod {pod}: {message}\n"
+
+
+def test_what_the_api_server_admitted_is_read_as_before(capsys, tmp_path):
+    # A pod as `kubectl get pod -o yaml` prints it (every field the API fills in, status too),
+    # and a captured request whose pod carries fields no Pod has: both accepted. Only files
+    # written by hand are held to the API's schema; the verbs' bodies never are (test_http).
+    golden = ROOT / "tests" / "golden" / "preempt-nocache-scheduler"
+    body = json.loads((golden / "request.json").read_text())
+    pod = tmp_path / "pod.json"
+    pod.write_text(json.dumps({"apiVersion": "v1", "kind": "Pod", **body["Pod"]}))
+    code, _, err = run(capsys, "--snapshot", str(golden / "snapshot.yaml"), "--pod", str(pod))
+    assert code == 0, err
+    body["Pod"]["spec"]["containers"][0]["resources"]["requets"] = {"cpu": "1"}
+    body["Pod"]["surprise"] = {"fromTheFuture": True}
+    request = tmp_path / "request.json"
+    request.write_text(json.dumps(body))
+    code, _, err = run(capsys, "--snapshot", str(golden / "snapshot.yaml"), "--request", str(request))
+    assert code == 0, err

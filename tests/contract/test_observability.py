@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 import orjson
 import pytest
@@ -209,6 +210,57 @@ def test_at_info_only_changes_and_preemptions_are_logged(client, caplog):
         client.post("/filter", data=orjson.dumps(request))
         client.post("/prioritize", data=(REQUESTS / "prioritize.json").read_bytes())
     assert decision_lines(caplog) == []
+
+
+def test_times_in_the_decision_log_are_iso_8601(client, example_view, caplog):
+    # node-a (batch/report-1 by reprieve, Burstable, started 2026-11-20T09:40:00Z) and node-d
+    # (analytics/backfill-0, started 2026-11-21T09:00:00Z) tie up to the start: later is better,
+    # so node-d wins and the reason names both start times, as explain and the Events do.
+    uid = {p.key: p.uid for p in example_view.pods.values()}
+    request = orjson.loads((REQUESTS / "preempt.json").read_bytes())
+    request["NodeNameToMetaVictims"] = {
+        "node-a": {"Pods": [{"UID": uid["batch/report-2"]}], "NumPDBViolations": 0},
+        "node-d": {"Pods": [{"UID": uid["analytics/backfill-0"]}], "NumPDBViolations": 0},
+    }
+    with caplog.at_level(logging.INFO):
+        assert client.post("/preempt", data=orjson.dumps(request)).status_code == 200
+    [record] = decision_lines(caplog)
+    text = JsonFormatter().format(record)
+    line = orjson.loads(text)
+    assert "since the epoch" not in text
+    assert line["chosen"] == ["node-d"]
+    assert line["nodes"]["node-a"]["reasons"][-1] == (
+        "not chosen: start of the most important victims (later is better) 2026-11-20T09:40:00Z here vs 2026-11-21T09:00:00Z on node-d"
+    )
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", line["time"])
+
+
+def pasted_lines(doc: str, msg: str) -> list[dict]:
+    """The decision lines of ``msg`` pasted in a doc's json blocks (a wrapped line joined)."""
+    text = (ROOT / "docs" / doc).read_text()
+    blocks = [b.split("\n```", 1)[0] for b in text.split("```json\n")[1:]]
+    lines = [orjson.loads("".join(part.strip() for part in block.splitlines())) for block in blocks if '"logger":"reprieve.decisions"' in block]
+    return [line for line in lines if line["msg"] == msg]
+
+
+@pytest.mark.parametrize(
+    "doc, mode, verb",
+    [
+        pytest.param("running.md", Mode.SHADOW, "preempt", id="running-shadow-preempt"),
+        pytest.param("observability.md", Mode.SHADOW, "preempt", id="observability-shadow-preempt"),
+        pytest.param("observability.md", Mode.ENFORCE, "filter", id="observability-filter"),
+    ],
+)
+def test_the_docs_log_lines_are_what_reprieve_writes(example_view, caplog, doc, mode, verb):
+    client = create_app(Settings(mode=mode), cluster=StaticCluster(example_view)).test_client()
+    with caplog.at_level(logging.INFO):
+        client.post(f"/{verb}", data=(REQUESTS / f"{verb}.json").read_bytes())
+    [record] = decision_lines(caplog)
+    written = orjson.loads(JsonFormatter().format(record))
+    [pasted] = pasted_lines(doc, verb)
+    for moving in ("time", "duration_ms"):
+        written.pop(moving), pasted.pop(moving)
+    assert pasted == written
 
 
 SECRET = "hunter2-s3cr3t-token-0xDEADBEEF"

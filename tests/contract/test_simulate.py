@@ -177,3 +177,39 @@ def test_real_exit_status():
     )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.strip() == "reprieve: --generate must be at least 1, not 0"
+
+
+@pytest.mark.parametrize(
+    "container, message",
+    [
+        pytest.param("{name: c, resources: {requets: {cpu: '1'}}}", "spec.containers.0.resources.requets: unknown field (did you mean requests?)", id="typo"),
+        pytest.param(
+            "{name: c, resources: {limits: {nvidia.com/gpu: 0.5}}}",
+            "spec.containers.0.resources.limits.nvidia.com/gpu: 0.5 must be a whole number (nvidia.com/gpu is an extended resource)", id="half-a-gpu",
+        ),
+    ],
+)
+def test_pending_pods_are_checked_as_the_api_server_would(capsys, tmp_path, container, message):
+    pods = tmp_path / "pods.yaml"
+    pods.write_text(f"kind: Pod\napiVersion: v1\nmetadata: {{name: a}}\nspec: {{containers: [{container}]}}\n")
+    code, out, err = run(capsys, "--snapshot", WORKLOAD[1], "--pods", str(pods))
+    assert (code, out) == (2, "")
+    assert err == f"reprieve: --pods {pods}: document 0: {message}\n"
+
+
+def test_items_left_out_of_the_snapshot_are_named_and_strict_stops(capsys, tmp_path):
+    dump = tmp_path / "cluster.yaml"
+    dump.write_text((ROOT / WORKLOAD[1]).read_text() + "\n---\nmetadata: {name: orphan}\n")
+    code, out, err = run(capsys, "--snapshot", str(dump), "--pods", WORKLOAD[3])
+    assert code == 0 and out.splitlines()[1].startswith("38 nodes, 69 bound pods")
+    assert err == f"reprieve: {dump}: document 1 (orphan): left out: no kind, so reprieve cannot tell what it is\n"
+    code, out, err = run(capsys, "--snapshot", str(dump), "--pods", WORKLOAD[3], "--strict")
+    assert (code, out) == (2, "")
+    assert err == f"reprieve: {dump}: document 1 (orphan): left out: no kind, so reprieve cannot tell what it is; --strict makes each an error\n"
+
+
+def test_docs_name_the_seed_where_reprieve_breaks_more_gangs(capsys):
+    # docs/simulate.md: reprieve ends with more broken gangs on one seed of 0-49, seed 30.
+    totals = report(capsys, "--generate", "16", "--seed", "30")["totals"]
+    assert (totals["stock"]["broken_gangs"], totals["reprieve"]["broken_gangs"]) == (0, 1)
+    assert "more on one (seed 30: 0 → 1)" in " ".join(DOCS.read_text().split())

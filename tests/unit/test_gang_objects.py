@@ -196,7 +196,7 @@ def test_group_minimums_are_none_without_group_objects():
         pytest.param({"apiVersion": VOLCANO, "kind": "PodGroup", "spec": {"minMember": 1}}, "(PodGroup): metadata.name: required", id="no-name"),
         pytest.param(
             [group(COSCHEDULING, "g", {"minMember": 1}), group(COSCHEDULING, "g", {"minMember": 2})],
-            "duplicate PodGroup: scheduling.x-k8s.io/v1alpha1 ml/g", id="duplicate",
+            "document 0 item 1: duplicate PodGroup ml/g, different from the copy at document 0 item 0", id="duplicate",
         ),
     ],
 )
@@ -212,11 +212,13 @@ def test_same_name_in_two_group_kinds_is_two_gangs():
     assert {k: g.minimum for k, g in snapshot.from_documents(docs).group_minimums.items()} == {"coscheduling ml/g": 3, "volcano ml/g": 2}
 
 
-def test_podgroups_of_other_api_versions_are_ignored_and_logged(caplog):
+def test_podgroups_of_other_api_versions_are_left_out_and_named(caplog):
     others = [group("scheduling.k8s.io/v1alpha3", "g", {}), group("scheduling.incubator.k8s.io/v1alpha1", "g", {"minMember": "x"})]
     with caplog.at_level(logging.INFO):
         view = snapshot.from_documents(others, source="dump.yaml")
     assert view.group_minimums == {}
-    assert [r.getMessage() for r in caplog.records if "ignored" in r.getMessage()] == [
-        "snapshot dump.yaml: ignored 1 PodGroup scheduling.incubator.k8s.io/v1alpha1, 1 PodGroup scheduling.k8s.io/v1alpha3"
+    reads = "it reads scheduling.k8s.io/v1beta1, scheduling.volcano.sh/v1beta1, scheduling.x-k8s.io/v1alpha1"
+    assert [r.getMessage() for r in caplog.records if "left out" in r.getMessage()] == [
+        f"dump.yaml: document 0 (PodGroup ml/g): left out: reprieve does not read PodGroup scheduling.k8s.io/v1alpha3 ({reads})",
+        f"dump.yaml: document 1 (PodGroup ml/g): left out: reprieve does not read PodGroup scheduling.incubator.k8s.io/v1alpha1 ({reads})",
     ]

@@ -54,7 +54,18 @@ def test_ranking_alone_orders_the_ranking_and_turns_on_no_rule():
 @pytest.mark.parametrize(
     "text, message",
     [
-        pytest.param("queues: [{name: a, wieght: 2}]", "queues[0] (a).wieght: Extra inputs are not permitted", id="typo"),
+        pytest.param("queues: [{name: a, wieght: 2}]", "queues[0] (a).wieght: unknown field (did you mean weight?)", id="typo"),
+        pytest.param("preemptionDealy: 30s", "preemptionDealy: unknown field (did you mean preemptionDelay?)", id="typo-top"),
+        # kube.LabelSelector ignores unknown fields (the live path reads it); a policy file may not.
+        pytest.param(
+            "queues: [{name: a, selector: {matchLabel: {app: x}}}]",
+            "queues[0] (a).selector.matchLabel: unknown field (did you mean matchLabels?)", id="typo-in-selector",
+        ),
+        pytest.param("optOut: {annotaton: x}", "optOut.annotaton: unknown field (did you mean annotation?)", id="typo-nested"),
+        pytest.param("queues: [{name: a, zzz: 1}]", "queues[0] (a).zzz: unknown field (Queue has delay, guaranteed, name,", id="no-close-field"),
+        pytest.param("preemptionDelay: 30", "preemptionDelay: 30 is not a duration such as 30s or 5m (units ms, s, m, h; 1m30s combines them): write the unit, as in 30s", id="bare-number"),
+        pytest.param("preemptionDelay: '30'", "preemptionDelay: '30' is not a duration such as 30s or 5m", id="bare-number-string"),
+        pytest.param("queues: [{name: a, delay: 1.5}]", "queues[0] (a).delay: 1.5 is not a duration such as 30s or 5m (units ms, s, m, h; 1m30s combines them): write the unit, as in 1.5s", id="bare-queue-delay"),
         pytest.param("queues: [{name: a, weight: 0}]", "queues[0] (a).weight: Input should be greater than or equal to 1", id="weight"),
         pytest.param("queues: [{name: a, guaranteed: {cpu: lots}}]", "queues[0] (a).guaranteed.cpu: 'lots' is not a quantity", id="quantity"),
         pytest.param("queues: [{name: a, guaranteed: {cpu: '-1'}}]", "queues[0] (a).guaranteed.cpu: '-1' must not be negative", id="negative"),

@@ -67,14 +67,74 @@ def test_multi_document_yaml_and_json(tmp_path):
     assert len(snapshot.load(write(tmp_path, as_json, "dump.json")).pods) == 2
 
 
-def test_terminal_pods_hold_nothing_and_other_kinds_are_ignored(tmp_path, caplog):
+def test_terminal_pods_hold_nothing_and_other_kinds_are_named(tmp_path, caplog):
     done = raw_pod("done", nodeName="n1")
     done["status"] = {"phase": "Succeeded"}
-    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}}
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "ns"}}
     with caplog.at_level(logging.INFO):
-        view = snapshot.load(write(tmp_path, [done, svc, svc]))
+        view = snapshot.load(write(tmp_path, [done, svc, {**svc, "metadata": {"name": "t"}}]))
     assert view.pods == {}
-    assert [r.getMessage() for r in caplog.records if "ignored" in r.getMessage()] == [f"snapshot {tmp_path / 'dump.yaml'}: ignored 2 Service"]
+    path = tmp_path / "dump.yaml"
+    reads = "it reads Node, Pod, PodDisruptionBudget, PriorityClass, PodGroup"
+    assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
+        ("WARNING", f"{path}: document 1 (Service ns/s): left out: reprieve does not read kind Service ({reads})"),
+        ("WARNING", f"{path}: document 2 (Service t): left out: reprieve does not read kind Service ({reads})"),
+    ]
+
+
+NODE = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "pods": "10"}}}
+LEFT_OUT = [
+    pytest.param({"metadata": {"name": "x"}}, "document 0 item 1 (x): left out: no kind, so reprieve cannot tell what it is", id="no-kind"),
+    pytest.param(
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "shop"}},
+        "document 0 item 1 (Deployment shop/web): left out: reprieve does not read kind Deployment", id="unknown-kind",
+    ),
+    pytest.param(
+        {"apiVersion": "scheduling.sigs.k8s.io/v1", "kind": "PodGroup", "metadata": {"name": "g", "namespace": "ml"}},
+        "document 0 item 1 (PodGroup ml/g): left out: reprieve does not read PodGroup scheduling.sigs.k8s.io/v1", id="other-podgroup",
+    ),
+    pytest.param(NODE, "document 0 item 1 (Node n1): left out: a copy of document 0 item 0", id="duplicate-node"),
+    pytest.param(
+        raw_pod("lost", nodeName="n9"),
+        "document 0 item 1 (Pod ns/lost): on no node: bound to n9, which is not in the dump (known by UID, holding no room)",
+        id="pod-on-a-node-not-in-the-dump",
+    ),
+]
+
+
+@pytest.mark.parametrize("item, line", LEFT_OUT)
+def test_every_item_left_out_is_named_and_strict_makes_it_an_error(item, line):
+    docs = [{"apiVersion": "v1", "kind": "List", "items": [NODE, item]}]
+    named: list[str] = []
+    loaded = snapshot.build(docs, source="dump.yaml", warn=named.append)
+    assert len(named) == 1 and named[0].startswith(f"dump.yaml: {line}"), named
+    assert [str(i) for i in loaded.left_out] == named
+    assert list(loaded.view.nodes) == ["n1"]
+    with pytest.raises(SnapshotError) as caught:
+        snapshot.build(docs, source="dump.yaml", strict=True, warn=named.append)
+    assert str(caught.value).startswith(f"dump.yaml: {line}") and str(caught.value).endswith("--strict makes each an error")
+    assert len(named) == 1  # strict: the error, and no line
+
+
+def test_a_pod_on_a_node_not_in_the_dump_is_known_but_holds_no_room():
+    loaded = snapshot.build([NODE, raw_pod("here", nodeName="n1"), raw_pod("lost", nodeName="n9")])
+    view = loaded.view
+    assert sorted(p.name for p in view.pods.values()) == ["here", "lost"]  # its budgets and gang count it
+    assert [p.name for p in view.nodes["n1"].pods] == ["here"]
+    assert [i.where for i in loaded.left_out] == ["snapshot: document 2 (Pod ns/lost)"]
+
+
+def test_items_left_out_are_listed_in_the_order_of_the_file():
+    items = [raw_pod("lost", nodeName="n9"), {"kind": "Service", "metadata": {"name": "s"}}, NODE, NODE]
+    loaded = snapshot.build([{"kind": "List", "items": items}], source="d")
+    assert [i.where.split(" (")[0] for i in loaded.left_out] == ["d: document 0 item 0", "d: document 0 item 1", "d: document 0 item 3"]
+
+
+def test_an_empty_dump_is_an_error_where_nodes_are_needed(tmp_path):
+    empty = write(tmp_path, {"apiVersion": "v1", "kind": "List", "items": [raw_pod("a")]})
+    assert snapshot.read(empty).view.nodes == {}
+    with pytest.raises(SnapshotError, match=r"has no nodes, so there is nothing to decide on"):
+        snapshot.read(empty, need_nodes=True)
 
 
 def test_qos_and_requests_from_the_api_shape(tmp_path):
@@ -145,9 +205,16 @@ def test_unreadable_and_unparsable_files(tmp_path):
         snapshot.load(broken)
 
 
-def test_duplicate_uids_are_rejected():
-    with pytest.raises(SnapshotError, match="duplicate Pod UID: u-a"):
-        snapshot.from_documents([raw_pod("a"), raw_pod("a")])
+def test_a_duplicate_that_differs_is_rejected_naming_both():
+    other = raw_pod("a", priority=5)
+    with pytest.raises(SnapshotError) as caught:
+        snapshot.from_documents([raw_pod("a"), other], source="d")
+    assert str(caught.value) == "d: document 1: duplicate Pod ns/a (UID u-a), different from the copy at document 0: which is current?"
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+    with pytest.raises(SnapshotError, match="duplicate Node n1, different from the copy at document 0"):
+        snapshot.from_documents([node, {**node, "spec": {"unschedulable": True}}], source="d")
+    # An identical copy is only left out (named), not an error.
+    assert len(snapshot.from_documents([raw_pod("a"), raw_pod("a")]).pods) == 1
 
 
 @pytest.mark.parametrize(

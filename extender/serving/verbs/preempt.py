@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Mapping
 
 from extender.errors import Unanswerable
-from extender import wire
+from extender import times, wire
 
 from extender.state import translate
 from extender.metrics import priority_band
@@ -58,7 +58,7 @@ def handle(body: bytes, ctx: Context) -> bytes:
     if ctx.shadow:
         return _answer(proposals)
     if decision.defers:
-        raise Unanswerable(decision.reasons[0])
+        raise Unanswerable(times.readable(decision.reasons[0]))
     return _answer(decision.answer)
 
 
@@ -123,12 +123,12 @@ def _details(view: ClusterView, proposals: Mapping[str, Proposal], decision: Pre
         entry["proposed"] = proposed(name)
         entry["proposed_pdb_violations"] = proposals[name].num_pdb_violations
         if o is not None:
-            entry["reasons"] = list(o.reasons)
+            entry["reasons"] = [times.readable(r) for r in o.reasons]
         nodes[name] = entry
     return {
         "candidates": len(proposals),
         "chosen": sorted(decision.answer),
         "refusal": decision.refusal.value,
-        "reasons": list(decision.reasons),
+        "reasons": [times.readable(r) for r in decision.reasons],
         "nodes": nodes,
     }
