@@ -16,11 +16,8 @@ def _of_set(victims: Sequence[Pod], live: Sequence[Pod], facts: Facts) -> tuple[
     return broken.count, broken
 
 
-class _Running(Running):
-    """Per gang, the members taken so far: one more than its spare breaks it, once."""
-
-    def start(self, live: Sequence[Pod], facts: Facts) -> tuple:
-        return ()
+class ByGang(Running):
+    """A running count by gang: pods of one gang are alike, and a class's gang is its first pod's."""
 
     def alike(self, state: tuple, pod: Pod, facts: Facts) -> object:
         gang = facts.gang_of(pod) if facts.gang_of is not None else None
@@ -28,6 +25,13 @@ class _Running(Running):
 
     def of_class(self, state: tuple, pod: Pod, facts: Facts) -> object:
         return facts.gang_of(pod) if facts.gang_of is not None else None
+
+
+class _Running(ByGang):
+    """Per gang, the members taken so far: one more than its spare breaks it, once."""
+
+    def start(self, live: Sequence[Pod], facts: Facts) -> tuple:
+        return ()
 
     def add(self, state, of_class, pods, before, facts) -> tuple[tuple, int]:
         gang = of_class

@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from policy import gangs
-from policy.criteria.criterion import Criterion, Facts, Kind, Running
+from policy.criteria.broken_gangs import ByGang
+from policy.criteria.criterion import Criterion, Facts, Kind
 from policy.model import Pod
 
 
@@ -33,19 +34,12 @@ def _of_set(victims: Sequence[Pod], live: Sequence[Pod], facts: Facts) -> tuple[
     return count, count - len(live) if count else 0  # detail: the members stranded (lost, not evicted)
 
 
-class _Running(Running):
+class _Running(ByGang):
     """(members taken per gang, the broken gangs' running members together, the other victims,
     any gang broken); the value is the last two summed once a gang breaks."""
 
     def start(self, live: Sequence[Pod], facts: Facts) -> tuple:
         return ((), 0, 0, False)
-
-    def alike(self, state: tuple, pod: Pod, facts: Facts) -> object:
-        gang = facts.gang_of(pod) if facts.gang_of is not None else None
-        return None if gang is None else gang.key
-
-    def of_class(self, state: tuple, pod: Pod, facts: Facts) -> object:
-        return facts.gang_of(pod) if facts.gang_of is not None else None
 
     def add(self, state, of_class, pods, before, facts) -> tuple[tuple, int]:
         taken, members, loose, broke = state
