@@ -21,7 +21,9 @@ view and priority level) follow, each a floor for one criterion of policy.rankin
   them started no later than the ``m``-th latest start at that priority;
 * the victims with no home (policy.homes): at most the candidates of a shape with a home have
   one, so the victim bound less those; whether a shape has a home depends on the other nodes,
-  so it is looked up per view and request (``Floors``), never kept in a node's summary.
+  so it is looked up per view and request (``Floors``), never kept in a node's summary;
+* the highest pod-deletion-cost among the victims: at least the lowest among the candidates
+  (some victim must go).
 
 On identical nodes these make the bound equal to the cost, so that preempt solves one node
 and proves the others no better (policy.preempt, ties going to the first name).
@@ -82,6 +84,7 @@ class Below:
     covered: dict[str, tuple[int, ...]]  # running sums of budget-covered pods' requests, largest first
     largest: dict[str, tuple[int, ...]]  # running sums of all their requests, largest first
     shapes: tuple[tuple[Pod, int], ...] = ()  # one pod per shape (policy.homes.shape_of), and how many
+    lowest_cost: int = 0  # the lowest pod-deletion-cost among them
 
 
 def below(view: ClusterView, info: NodeInfo, priority: int) -> Below:
@@ -142,6 +145,7 @@ def _summarise(view: ClusterView, info: NodeInfo, priority: int) -> Below:
         covered={r: _running(vs) for r, vs in covered.items()},
         largest={r: _running(vs) for r, vs in sizes.items()},
         shapes=tuple((pod, count) for pod, count in shapes.values()),
+        lowest_cost=min((p.deletion_cost for p in live), default=0),
     )
 
 
@@ -238,6 +242,7 @@ class Floors:
             victims=victims,
             lowest=summary.levels[0].priority,
             start=-top.starts[min(at_top, len(top.starts)) - 1],
+            deletion_cost=summary.lowest_cost,
         ))
 
 

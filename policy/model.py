@@ -63,6 +63,9 @@ class Pod:
     # When reprieve's view first showed the pod bound to its node (seconds since the epoch);
     # None: as old as the view itself (a snapshot, a first list). Not part of the pod's identity.
     bound_at: float | None = field(default=None, compare=False)
+    # controller.kubernetes.io/pod-deletion-cost: what its owner says losing it costs (0 unset or
+    # invalid, as the ReplicaSet controller reads it)
+    deletion_cost: int = 0
 
     @property
     def key(self) -> str:

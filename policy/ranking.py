@@ -25,6 +25,7 @@ from policy.criteria import (
     BROKEN_GANGS,
     BURSTABLE,
     BY_NAME,
+    DELETION_COST,
     GANG_WORK,
     CANONICAL,
     GUARANTEED,
@@ -47,7 +48,7 @@ from policy.model import Pod
 
 # The criteria by name, with the rest of the ranking's vocabulary.
 __all__ = [
-    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "DEFAULT", "GANG_WORK", "GUARANTEED", "HOMELESS", "MOVABLE", "OPTED_OUT",
+    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "DEFAULT", "DELETION_COST", "GANG_WORK", "GUARANTEED", "HOMELESS", "MOVABLE", "OPTED_OUT",
     "PDB_VIOLATIONS", "PRIORITY_SUM", "SHIFT", "START", "TOP_PRIORITY", "VICTIMS", "Cost", "Criterion", "Facts",
     "Kind", "Layout", "Order", "Reach", "Unit", "best",
 ]

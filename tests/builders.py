@@ -52,6 +52,7 @@ def pod(
     node_selector: dict[str, str] | None = None,
     affinity: tuple[Term, ...] | None = None,
     tolerations: tuple[Toleration, ...] = (),
+    deletion_cost: int = 0,
     **extended: int,
 ) -> Pod:
     """``gang=(name, minimum)``: a member of a Kueue-style gang ``name`` in ``ns`` needing
@@ -87,6 +88,7 @@ def pod(
         scheduler_name=scheduler,
         gang=None if gang is None else GangMark(f"test {ns}/{gang[0]}", gang[1], "test gang"),
         placement=placement,
+        deletion_cost=deletion_cost,
     )
 
 

@@ -14,6 +14,7 @@ from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, 
 from pydantic import StrictBool, StrictInt, StrictStr
 
 from policy import gangs
+from policy.criteria.deletion_cost import ANNOTATION as DELETION_COST
 from policy.quantity import parse_quantity
 
 
@@ -66,20 +67,25 @@ class AnnotatedMeta(ObjectMeta):
     annotations: dict[StrictStr, StrictStr] | None = None
 
 
-def _gang_annotations(value: Any) -> Any:
-    """Only the annotations policy.gangs reads (``gangs.ANNOTATIONS``), picked before validation:
-    the rest (kubectl's last-applied-configuration can be 256 KiB) is neither checked nor kept.
-    A kept value longer than a name (253 characters) is dropped too: no PodGroup has such a
-    name, and the counts gangs reads are at most 9 digits, so it marks no gang either way."""
+# The pod annotations reprieve reads: gang membership (policy.gangs) and the pod-deletion-cost.
+POD_ANNOTATIONS = gangs.ANNOTATIONS | {DELETION_COST}
+
+
+def _pod_annotations(value: Any) -> Any:
+    """Only the annotations reprieve reads (``POD_ANNOTATIONS``), picked before validation: the
+    rest (kubectl's last-applied-configuration can be 256 KiB) is neither checked nor kept. A
+    kept value longer than a name (253 characters) is dropped too: no PodGroup has such a name,
+    and the counts gangs reads and a deletion cost are at most 11 characters, so it marks
+    nothing either way."""
     if not isinstance(value, dict):
         return value  # not a map: let validation say so
-    return {k: v for k in gangs.ANNOTATIONS if (v := value.get(k)) is not None and not (isinstance(v, str) and len(v) > 253)}
+    return {k: v for k in POD_ANNOTATIONS if (v := value.get(k)) is not None and not (isinstance(v, str) and len(v) > 253)}
 
 
 class PodMeta(ObjectMeta):
-    """A pod's metadata: the annotations that mark gang membership, none other."""
+    """A pod's metadata: the annotations that mark gang membership and its deletion cost, none other."""
 
-    annotations: Annotated[dict[StrictStr, StrictStr] | None, BeforeValidator(_gang_annotations)] = None
+    annotations: Annotated[dict[StrictStr, StrictStr] | None, BeforeValidator(_pod_annotations)] = None
 
 
 class ResourceRequirements(_Object):

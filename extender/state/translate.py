@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from extender.state import kube
 from policy import gangs, model, resources
 from policy import placement as place
+from policy.criteria.deletion_cost import ANNOTATION as DELETION_COST
 from policy.labels import Requirement, Selector
 from policy.quantity import to_units
 from policy.qos import QoS, compute_qos
@@ -189,7 +191,20 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
         gang=mark(gang) if gang is not None else None,
         placement=_placement(controller.kind or None if controller else None, spec, shared=shared),
         gated=bool(spec.schedulingGates),
+        deletion_cost=deletion_cost((meta.annotations or {}).get(DELETION_COST)),
     )
+
+
+_INT32 = re.compile(r"-?(0|[1-9][0-9]*)")
+
+
+def deletion_cost(value: str | None) -> int:
+    """``controller.kubernetes.io/pod-deletion-cost`` as the ReplicaSet controller reads it: an
+    int32 written without a sign or leading zeros; anything else (or nothing) is 0."""
+    if value is None or not _INT32.fullmatch(value):
+        return 0
+    cost = int(value)
+    return cost if -(2**31) <= cost < 2**31 else 0
 
 
 def _preempted(condition: Any) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from policy.criteria import (
     broken_gangs,
     burstable,
+    deletion_cost,
     gang_work,
     guaranteed,
     homeless,
@@ -34,6 +35,7 @@ BURSTABLE = burstable.CRITERION
 HOMELESS = homeless.CRITERION
 PRIORITY_SUM = priority_sum.CRITERION
 VICTIMS = victims.CRITERION
+DELETION_COST = deletion_cost.CRITERION
 START = start.CRITERION
 
 # The registry, in the default order.
@@ -48,6 +50,7 @@ CANONICAL: tuple[Criterion, ...] = (
     HOMELESS,
     PRIORITY_SUM,
     VICTIMS,
+    DELETION_COST,
     START,  # the tie-breaker: last in every order
 )
 MOVABLE = CANONICAL[1:-1]  # what a policy may reorder
@@ -71,7 +74,7 @@ def values(pod: Pod, facts: Facts) -> tuple:
 
 
 __all__ = [
-    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "Criterion", "Facts", "GANG_WORK", "GUARANTEED", "HOMELESS", "Kind",
+    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "Criterion", "DELETION_COST", "Facts", "GANG_WORK", "GUARANTEED", "HOMELESS", "Kind",
     "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PER_POD", "PRIORITY_SUM", "Reach", "START", "SUMMARY", "Stay",
     "TOP_PRIORITY", "Unit", "VICTIMS", "values",
 ]

@@ -68,6 +68,7 @@ class Reach(NamedTuple):
     lowest: float  # the lowest priority a victim can have
     start: float  # the start criterion, where the most important victims have priority ``top``
     homeless: int = 0
+    deletion_cost: float = -math.inf  # the lowest pod-deletion-cost a victim can have
 
 
 class Running:

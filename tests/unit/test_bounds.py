@@ -23,6 +23,7 @@ def _pods(running, on: str, *, prefix: str = ""):
             labels={"app": "a" if budgeted else "b" if i % 3 == 0 else f"x{i}"}, terminating=term == 0,
             pc="optout" if i % 4 == 1 else "", gang=(f"g{gang}", None) if gang else None,
             kind=(None, "ReplicaSet", "ReplicaSet", "DaemonSet")[i % 4],  # policy.homes: who re-creates it
+            deletion_cost=(start * 7 + i) % 5 - 2,  # -2..2: the deletion-cost bound, negative costs too
         )
         for i, (prio, cpu, qos, start, budgeted, term, gang) in enumerate(running)
     ]

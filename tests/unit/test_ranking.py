@@ -129,6 +129,14 @@ ROWS = [
         pod("pre", priority=10, gpu=2), "n1",
     ),
     row(
+        # n1's victim has pod-deletion-cost 100, n2's none (0); alike otherwise, but n1's started
+        # later (200 > 100), which would make n1 the choice on the start, which comes after.
+        "highest pod-deletion-cost",
+        view([node("n1"), node("n2")], [pod("a", node="n1", priority=1, cpu=10, start=200, deletion_cost=100),
+                                         pod("b", node="n2", priority=1, cpu=10, start=100)]),
+        pod("pre", priority=10, cpu=10), "n2",
+    ),
+    row(
         # One Burstable bare victim each at priority 1: n1's started at 100 s, n2's at 500 s.
         # The younger work goes: n2.
         "start of the most important victims (later is better)",

@@ -67,6 +67,23 @@ def test_multi_document_yaml_and_json(tmp_path):
     assert len(snapshot.load(write(tmp_path, as_json, "dump.json")).pods) == 2
 
 
+@pytest.mark.parametrize(
+    "value, cost",
+    [
+        ("100", 100), ("-5", -5), ("0", 0), ("2147483647", 2**31 - 1), ("-2147483648", -(2**31)),
+        # Read as the ReplicaSet controller reads it: anything but an int32 without a sign or
+        # leading zeros is 0.
+        ("+10", 0), ("008", 0), ("2147483648", 0), ("1.5", 0), ("", 0), (None, 0),
+    ],
+)
+def test_the_pod_deletion_cost_annotation(tmp_path, value, cost):
+    pod = raw_pod("a")
+    if value is not None:
+        pod["metadata"]["annotations"] = {"controller.kubernetes.io/pod-deletion-cost": value, "other": "x" * 300}
+    [loaded] = snapshot.load(write(tmp_path, [pod])).pods.values()
+    assert loaded.deletion_cost == cost
+
+
 def test_terminal_pods_hold_nothing_and_other_kinds_are_named(tmp_path, caplog):
     done = raw_pod("done", nodeName="n1")
     done["status"] = {"phase": "Succeeded"}
