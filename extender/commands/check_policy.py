@@ -63,19 +63,36 @@ def _queue(rules: Rules, standing: Standing | None, name: str) -> list[str]:
     s = standing.queues[name]
     out.append(f"{pad}usage     {resources.describe(s.usage) or '-'}")
     out.append(f"{pad}demand    {resources.describe(s.demand) or '-'}")
+    for resource, got in sorted(s.inherited.items()):
+        out.append(f"{pad}inherited {got.describe(resource)}")
     if q.weight:
         out.append(f"{pad}deserved  {resources.describe(s.deserved) or '-'}")
     out.append(f"{pad}share     {resources.describe(s.share) or 'none'}")
-    below = sorted(r for r, share in s.share.items() if s.usage.get(r, 0) < share)
-    out.append(
-        f"{pad}may preempt other queues: "
-        + (f"yes, below its share of {', '.join(below)}" if below else "no, not below its share" if s.share else "no, it has no share")
-    )
+    out.append(f"{pad}may preempt other queues: {_claims(s)}")
     out.append(f"{pad}may lose pods to other queues: {_exposed(rules, s)}")
     return out
 
 
+def _claims(s) -> str:
+    """Whether the queue may take other queues' pods: only for a pod short of a resource it is
+    below its share of, on the node (docs/policy.md, "Shares are judged where the preemption is")."""
+    below = sorted(r for r, share in s.share.items() if s.usage.get(r, 0) < share)
+    if below:
+        which = "it" if len(below) == 1 else "one of these"
+        return f"yes, below its share of {', '.join(below)}, for a pod short of {which} on the node"
+    origins = sorted({got.origin for got in s.inherited.values()})
+    grows = (
+        f"; what it takes from other queues under {', '.join(origins)} raises the guarantee it inherits"
+        if origins else ""
+    )
+    if s.share:
+        return f"no, not below its share{grows}"
+    return f"no, it has no share{grows}"
+
+
 def _exposed(rules: Rules, s) -> str:
+    """Whether the queue may lose pods to other queues: to pods short only of resources it is
+    above its share of (or has none of)."""
     disabled = next((q for q in rules.lineage(s.name) if rules.queue(q).preemption is Preemption.DISABLED), None)
     if disabled is not None:
         return f"no, preemption disabled on {disabled}"
@@ -84,13 +101,24 @@ def _exposed(rules: Rules, s) -> str:
     if not s.share:
         return "yes, it has no share"
     spare = {r: s.usage.get(r, 0) - share for r, share in s.share.items() if s.usage.get(r, 0) > share}
-    tight = sorted(r for r in s.share if r not in spare)
+    tight = ", ".join(sorted(r for r in s.share if r not in spare))
+    origins = sorted({got.origin for got in s.inherited.values()})
+    caveat = (
+        f"; the guarantee it inherits does not hold against queues under {', '.join(origins)} with a share of their own"
+        if origins else ""
+    )
     if not spare:
-        return "no, at or below its share"
+        # Resources it has no share of protect nothing: a pod short only of those may take its pods.
+        return (
+            f"no, at or below its share of {tight} "
+            f"(a pod short of none of these on the node could still take its pods){caveat}"
+        )
     if tight:
-        # A pod that needs any of these would take the queue below its share.
-        return f"only pods requesting no {', '.join(tight)} (at or below its share there); above by {resources.describe(spare)}"
-    return f"yes, above its share by {resources.describe(spare)}"
+        return (
+            f"yes, above its share by {resources.describe(spare)}; not to pods short of {tight} on the node "
+            f"(at or below its share there){caveat}"
+        )
+    return f"yes, above its share by {resources.describe(spare)}{caveat}"
 
 
 def _application(rules: Rules) -> str:

@@ -7,7 +7,7 @@ same-application protection and a preemption delay. One module per job:
 * rules: ``Rules``, the validated policy file (extender.policy_file);
 * shares: ``Standing``, what the rules say about one cluster view (who uses what), from
   ``assess``, ``reassess`` or ``with_pending``; tally counts the requests, proportion splits
-  capacity by weight;
+  capacity by weight, inheritance hands guarantees down the tree;
 * in_flight: ``with_in_flight`` turns a ``Standing`` into a ``Projected``, with the answers the
   view does not show yet;
 * screening: from a ``Projected``, ``delay_left`` and the ``Screen`` that judges the pods one
@@ -27,9 +27,14 @@ with Kubernetes priority on top: victims always have a lower priority than the p
 * V != Q: Q must be below its share, V must lie inside Q's fence and not be ``disabled``,
   and V (and each of its ancestors that is not also Q's) must stay at or above its share
   after losing every victim taken from it.
+
+Shares are judged in the resources the preemption is for: those the preemptor is short of on
+the victims' node. A queue's guarantee is its own, or, in a resource its own does not name,
+what its parent's guarantee leaves after its siblings' usage (YuniKorn's).
 """
 
 from policy.tenancy.in_flight import Projected, with_in_flight
+from policy.tenancy.inheritance import Inherited
 from policy.tenancy.proportion import water_fill
 from policy.tenancy.rules import OPT_OUT_ANNOTATION, OptOut, Preemption, Queue, Rules
 from policy.tenancy.screening import Judgement, Screen, delay_left, screen
@@ -37,6 +42,7 @@ from policy.tenancy.shares import QueueStanding, Standing, assess, reassess, wit
 
 __all__ = [
     "OPT_OUT_ANNOTATION",
+    "Inherited",
     "Judgement",
     "OptOut",
     "Preemption",

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from policy import resources
-from policy.model import InFlight
+from policy.model import InFlight, Pod
 from policy.tenancy.shares import QueueStanding, Standing
 from policy.tenancy.tally import Tally, accumulate, holds_room
 from policy.view import ClusterView
@@ -23,10 +23,13 @@ from policy.view import ClusterView
 
 @dataclass(frozen=True, slots=True)
 class Projected:
-    """``base`` with the answers in flight applied: ``queues`` replaces its queues' usage."""
+    """``base`` with the answers in flight applied: ``queues`` replaces its queues' usage, and
+    ``holding`` has, per node, the preemptors of those answers that the view does not show
+    holding room there yet."""
 
     base: Standing
     queues: Mapping[str, QueueStanding]
+    holding: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)
 
 
 def with_in_flight(standing: Standing, view: ClusterView, in_flight: Iterable[InFlight]) -> Projected:
@@ -36,9 +39,11 @@ def with_in_flight(standing: Standing, view: ClusterView, in_flight: Iterable[In
     rules = standing.rules
     delta: Tally = defaultdict(dict)
     gone: set[str] = set()
+    holding: dict[str, list[Pod]] = defaultdict(list)
     for flight in in_flight:
         seen = view.pods.get(flight.preemptor.uid)
         if seen is None or not holds_room(seen):
+            holding[flight.node].append(flight.preemptor)
             for queue in rules.lineage(standing.queue_of(flight.preemptor)):
                 accumulate(delta[queue], flight.preemptor.requests)
         for victim in flight.victims:
@@ -51,4 +56,4 @@ def with_in_flight(standing: Standing, view: ClusterView, in_flight: Iterable[In
     for name, change in delta.items():
         if name in queues:
             queues[name] = replace(queues[name], usage=resources.add(queues[name].usage, change))
-    return Projected(standing, queues)
+    return Projected(standing, queues, {node: tuple(pods) for node, pods in holding.items()})

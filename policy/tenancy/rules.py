@@ -67,6 +67,7 @@ class Rules:
     # Indexes, derived once: decisions ask for a queue's record and ancestors per victim.
     _by_name: Mapping[str, Queue] = field(init=False, repr=False, compare=False)
     _lineages: Mapping[str, tuple[str, ...]] = field(init=False, repr=False, compare=False)
+    _children: Mapping[str | None, tuple[str, ...]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         by_name = {q.name: q for q in self.queues}
@@ -77,14 +78,22 @@ class Rules:
             while (up := by_name[chain[-1]].parent) is not None and up not in chain:
                 chain.append(up)
             lineages[name] = tuple(chain)
+        children: dict[str | None, list[str]] = {}
+        for name, queue in by_name.items():
+            children.setdefault(queue.parent, []).append(name)
         object.__setattr__(self, "_by_name", by_name)
         object.__setattr__(self, "_lineages", lineages)
+        object.__setattr__(self, "_children", {p: tuple(c) for p, c in children.items()})
 
     def queue_names(self) -> tuple[str, ...]:
         return tuple(self._by_name)
 
     def parent(self, name: str) -> str | None:
         return self.queue(name).parent
+
+    def children(self, name: str | None) -> tuple[str, ...]:
+        """The queues whose parent is ``name`` (None: the top-level queues), in file order."""
+        return self._children.get(name, ())
 
     def lineage(self, name: str) -> tuple[str, ...]:
         """The queue and its ancestors, nearest first."""

@@ -1,4 +1,5 @@
-"""Share accounting over one cluster view: each queue's usage, demand, deserved share and share.
+"""Share accounting over one cluster view: each queue's usage, demand, guarantee (its own, or
+inherited down the tree: policy.tenancy.inheritance), deserved share and share.
 
 ``assess`` counts every pod of a view, ``reassess`` updates an assessment with the pods and
 nodes that changed since, and ``with_pending`` adds pending pods the view does not hold yet.
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from policy import resources
 from policy.model import Pod
 from policy.resources import Vector
+from policy.tenancy.inheritance import Inherited, guarantee, inherited
 from policy.tenancy.proportion import water_fill
 from policy.tenancy.rules import Rules
 from policy.tenancy.tally import Tally, accumulate, count
@@ -27,10 +29,8 @@ class QueueStanding:
     demand: Vector  # usage plus the pending pods' requests
     deserved: Vector  # the proportional split (empty without a weight)
     share: Vector  # max(guaranteed, deserved) per resource: what preemption defends
-
-    def below(self, request: Vector) -> bool:
-        """Below its share in some resource the request needs."""
-        return any(request.get(r, 0) > 0 and self.usage.get(r, 0) < s for r, s in self.share.items())
+    guaranteed: Vector = field(default_factory=dict)  # its own guarantee, else the inherited one
+    inherited: Mapping[str, Inherited] = field(default_factory=dict)  # resource -> where it came from
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,28 +139,30 @@ def _shares(
     capacity: Vector,
 ) -> Standing:
     names = rules.queue_names()
-    children: dict[str | None, list[str]] = defaultdict(list)
-    for name in names:
-        children[rules.parent(name)].append(name)
 
     def subtree_sum(table: Mapping[str, Vector], name: str) -> dict[str, int]:
-        return resources.add(table.get(name, {}), *(subtree_sum(table, c) for c in children[name]))
+        return resources.add(table.get(name, {}), *(subtree_sum(table, c) for c in rules.children(name)))
 
     used = {n: subtree_sum(usage, n) for n in names}
     demand = {n: resources.add(used[n], subtree_sum(waiting, n)) for n in names}
+    got = inherited(rules, used)
+    guaranteed = {n: guarantee(rules.queue(n).guaranteed, got.get(n, {})) for n in names}
     deserved: dict[str, Vector] = {}
 
     def split(parent: str | None, room: Vector) -> None:
-        weighted = [rules.queue(c) for c in children[parent] if rules.queue(c).weight]
+        # Level by level: weighted children split their parent's deserved share, else its
+        # guarantee (its own or inherited), else what the parent was given to split.
+        weighted = [rules.queue(c) for c in rules.children(parent) if rules.queue(c).weight]
         shares = water_fill(room, [(q.name, q.weight or 0, demand[q.name]) for q in weighted])
         deserved.update(shares)
-        for child in children[parent]:
-            split(child, shares.get(child) or rules.queue(child).guaranteed or room)
+        for child in rules.children(parent):
+            split(child, shares.get(child) or guaranteed[child] or room)
 
     split(None, capacity)
     queues = {}
     for name in names:
-        q = rules.queue(name)
-        share = resources.maximum(q.guaranteed or {}, deserved.get(name, {}))
-        queues[name] = QueueStanding(name, used[name], demand[name], deserved.get(name, {}), share)
+        share = resources.maximum(guaranteed[name], deserved.get(name, {}))
+        queues[name] = QueueStanding(
+            name, used[name], demand[name], deserved.get(name, {}), share, guaranteed[name], got.get(name, {})
+        )
     return Standing(rules, queues, membership, (usage, waiting, capacity))

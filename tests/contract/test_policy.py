@@ -14,6 +14,7 @@ from extender.serving.app import create_app
 from extender.cli import main
 from extender.state.source import StaticCluster
 from extender.config import Settings
+from tests.contract.objects import dump, k8s_node, k8s_pod
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -93,3 +94,38 @@ def test_a_bad_policy_stops_the_command_naming_the_key(tmp_path, capsys, command
     ]
     assert main(argv) == 2
     assert f"reprieve: policy {bad}: queues[0] (a).weight: Input should be greater than or equal to 1" in capsys.readouterr().err
+
+
+def check_policy(capsys, tmp_path, policy: dict, *objects: dict) -> dict[str, str]:
+    """``reprieve check-policy`` on ``objects``: its blocks by title."""
+    (tmp_path / "policy.yaml").write_text(json.dumps(policy))
+    (tmp_path / "cluster.json").write_text(json.dumps(dump(*objects)))
+    assert main(["check-policy", str(tmp_path / "policy.yaml"), "--snapshot", str(tmp_path / "cluster.json")]) == 0
+    out = capsys.readouterr().out
+    return {b.strip().splitlines()[0].strip(): b for b in out.split("\n\n")}
+
+
+def test_check_policy_shows_an_inherited_guarantee_and_where_it_came_from(capsys, tmp_path):
+    # YuniKorn's ParentGuaranteed: only parent is guaranteed (10); child1 uses 6 of it.
+    policy = {"queues": [
+        {"name": "parent", "guaranteed": {"cpu": "10"}},
+        {"name": "child1", "parent": "parent", "namespaces": ["child1"], "guaranteed": {"cpu": "5"}},
+        {"name": "child2", "parent": "parent", "namespaces": ["child2"]},
+    ]}
+    blocks = check_policy(capsys, tmp_path, policy, k8s_node("n1", cpu="10"), k8s_pod("a", "child1", node="n1", cpu="6"))
+    child2 = blocks["queue child2 (in parent)"]
+    assert "inherited cpu=4 from parent: its guarantee cpu=10 less cpu=6 used by its other queues" in child2, child2
+    assert "share     cpu=4" in child2
+    assert "may preempt other queues: yes, below its share of cpu, for a pod short of it on the node" in child2
+    child1 = blocks["queue child1 (in parent)"]
+    assert "inherited" not in child1  # its own guarantee names cpu
+
+
+def test_check_policy_says_which_resources_protect_a_queue(capsys, tmp_path):
+    # The issue's qa: 7 cpus and 7G used, deserving 5 cpus and its whole memory demand.
+    policy = {"queues": [{"name": "qa", "namespaces": ["qa"], "weight": 1}, {"name": "qb", "namespaces": ["qb"], "weight": 1}]}
+    pods = [k8s_pod(f"low-{i}", "qa", node="n1", cpu="1", memory="1G", minute=i) for i in range(7)]
+    pending = k8s_pod("high-0", "qb", cpu="2", memory="1G", priority=1000)
+    blocks = check_policy(capsys, tmp_path, policy, k8s_node("n1", cpu="7", memory="16Gi"), *pods, pending)
+    qa = blocks["queue qa"]
+    assert "may lose pods to other queues: yes, above its share by cpu=2; not to pods short of memory on the node" in qa, qa

@@ -1,5 +1,7 @@
 """Queue rules through the real kube-scheduler: seed 002's ReplicaSet flows reach a stable
-state with no preemption ping-pong, and a fenced tenant takes no victims outside its fence.
+state with no preemption ping-pong, a fenced tenant takes no victims outside its fence, and a
+queue of weight 1 takes from the other exactly the room its share needs, judged in the
+resource its pod is short of (cpu) although every pod requests memory.
 
 Kubernetes priority stays on top: kube-scheduler only offers nodes whose victims have a
 strictly lower priority, so Prod's pods outrank Test's (100 > 10). At equal priority neither
@@ -23,6 +25,8 @@ from tests.e2e.scenario import REPRIEVE, STOCK
 POLICY = Path(__file__).with_name("queues-policy.yaml")
 PROD = {"e2e/queue": "prod", "app": "prod"}
 TEST = {"e2e/queue": "test", "app": "test"}
+QA = {"e2e/queue": "qa", "app": "qa"}
+QB = {"e2e/queue": "qb", "app": "qb"}
 WINDOW = 20  # seconds the flow is watched after Prod scales up
 
 
@@ -137,6 +141,50 @@ def test_fenced_tenant_takes_no_victims_outside_its_fence(scenario):
     scenario.pending_for("tenant-pod-2", 5)
     assert not scenario.terminating("outsider")
     assert "outside the fence of queue tenant-a" in scenario.plane.log("reprieve")
+
+
+def distinct(scenario, labels, seen: set[str]) -> set[str]:
+    seen.update(p["metadata"]["uid"] for p in scenario.pods_with(labels))
+    return seen
+
+
+@pytest.mark.parametrize(
+    "scheduler, first, second",
+    [
+        # qb's first pod (2 cpus) takes exactly two of qa's seven 1-cpu pods: qa deserves 5 of the
+        # 7 cpus while qb wants 2, and memory (qa's share of it is its whole demand) is not short
+        # on the node. qb's second pod finds qa at its share (3500m once qb wants 4): none more.
+        pytest.param(REPRIEVE, 2, 0, id="reprieve"),
+        # Stock preemption evicts two qa pods for each qb pod.
+        pytest.param(STOCK, 2, 2, id="stock"),
+    ],
+)
+def test_weight_1_queues_take_exactly_the_room_the_share_needs(scenario, scheduler, first, second):
+    n1 = scenario.node("n1", cpu="7", memory="16Gi", pods=20)
+    others = [n["metadata"]["name"] for n in scenario.kube.list("Node", None) if n["metadata"]["name"] != n1]
+    # qa and qb split the whole cluster's allocatable by weight: only n1 may be in it.
+    assert not others, f"nodes of other tests are still there, and would change the deserved shares: {others}"
+    spec = {"memory": "1G", "grace": 1, "scheduler": scheduler}
+    scenario.replicaset("qa", replicas=7, labels=QA, priority=10, cpu="1", **spec)
+    wait_for("qa running", lambda: len(running(scenario, QA)) == 7)
+    qa = distinct(scenario, QA, set())
+    for pod in scenario.pods_with(QA):
+        scenario.saw("pods", pod)
+    scenario.synced()
+    scenario.replicaset("qb", replicas=1, labels=QB, priority=100, cpu="2", **spec)
+    wait_for("qb's first pod running", lambda: len(running(scenario, QB)) == 1, timeout=60)
+    # Each deleted qa pod is replaced once, under a new UID.
+    wait_for("qa's replacements", lambda: len(distinct(scenario, QA, qa)) - 7 >= first)
+    scenario.scale("qb", 2)
+    deadline = time.monotonic() + WINDOW
+    while time.monotonic() < deadline:
+        distinct(scenario, QA, qa)
+        time.sleep(0.2)
+    assert len(qa) - 7 == first + second, sorted(qa)
+    assert len(running(scenario, QB)) == (2 if second else 1)
+    if scheduler == REPRIEVE:
+        log = scenario.plane.log("reprieve")
+        assert "queue qa would fall below its share in cpu, which the pod is short of on" in log
 
 
 def test_check_policy_reads_a_live_cluster(scenario):

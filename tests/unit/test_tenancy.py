@@ -470,3 +470,155 @@ def test_terminating_pods_are_never_protected():
     rules = Rules(queues=(Queue("prod", namespaces=frozenset({"prod"})), TEST))
     result = select(rules, [pod("old", ns="test", node="n1", cpu=8, terminating=True)], pod("p", ns="prod", cpu=2, priority=10))
     assert names(result) == ["test/old"]
+
+
+# -- shares judged in the resources the preemption is for (issue 30) ------------------------------
+
+QA = Queue("qa", namespaces=frozenset({"qa"}), weight=1)
+QB = Queue("qb", namespaces=frozenset({"qb"}), weight=1)
+FAIR = Rules(queues=(QA, QB))
+
+
+def seven_in_qa() -> list:
+    """Volcano's gang-reclaim fairness case (1 GiB here for 1G): qa fills a 7-cpu node with seven
+    1-cpu, 1 GiB pods; qb's pod wants 2 cpus and 1 GiB. qa deserves 5 cpus."""
+    return [pod(f"low-{i}", ns="qa", node="n1", cpu=1, mem=1, start=i) for i in range(7)]
+
+
+def test_a_resource_the_node_has_free_protects_no_queue():
+    # 16 GiB: memory is not short on the node, so qa's memory share (7 GiB, its whole demand: any
+    # loss takes it below) does not protect it; cpu decides: 7 -> 5 >= 5.
+    result = select(FAIR, seven_in_qa(), pod("high", ns="qb", cpu=2, mem=1, priority=1), nodes=[node("n1", cpu=7, mem=16)])
+    assert names(result) == ["qa/low-5", "qa/low-6"]
+
+
+def test_a_resource_the_node_is_short_of_protects_the_queue():
+    # 7 GiB: memory is short too, and qa may not go below its share of it (7 GiB split by weight,
+    # qb capped at the 1 GiB it wants: 6 GiB), law 2: 7 - 2 = 5 < 6.
+    result = select(FAIR, seven_in_qa(), pod("high", ns="qb", cpu=2, mem=1, priority=1), nodes=[node("n1", cpu=7, mem=7)])
+    assert isinstance(result, NodeRejected)
+    assert "queue qa would fall below its share in memory, which the pod is short of on n1: memory=5Gi of memory=6Gi" in result.reason
+
+
+def test_the_claiming_queue_is_judged_in_what_its_pod_is_short_of():
+    # prod (guaranteed 4 cpus, 8 GiB) uses 6 cpus and 2 GiB: below its memory share, above its
+    # cpu one. Its pod is short of cpu only (memory is free): it may not take test's pods.
+    # test (guaranteed 2) uses 3 and could spare t1.
+    rules = Rules(queues=(Queue("prod", namespaces=frozenset({"prod"}), guaranteed={"cpu": 4000, "memory": 8 * 2**30}), TEST))
+    running = [pod("p1", ns="prod", node="n1", cpu=6, mem=2, priority=1), pod("t1", ns="test", node="n1", cpu=1),
+               pod("t2", ns="test", node="n1", cpu=2)]
+    result = select(rules, running, pod("p2", ns="prod", cpu=1, mem=1, priority=1), nodes=[node("n1", cpu=9, mem=64)])
+    assert isinstance(result, NodeRejected)
+    assert "queue prod is not below its share in cpu, which the pod is short of on n1 (cpu=6 of cpu=4)" in result.reason
+    # Short of memory as well (a default-queue pod fills it), its memory share entitles it.
+    full = [*running, pod("big", node="n1", mem=62)]
+    result = select(rules, full, pod("p2", ns="prod", cpu=1, mem=1, priority=1), nodes=[node("n1", cpu=9, mem=64)])
+    assert names(result) == ["default/big", "test/t1"]
+
+
+def test_room_held_by_an_answer_in_flight_makes_a_resource_short():
+    # Memory looks free on n1, but an answer in flight holds 9 GiB of it for another pod that
+    # outranks the preemptor: memory is short after all, and qa's memory share protects it.
+    from policy.model import InFlight
+
+    running = seven_in_qa()
+    v = view([node("n1", cpu=7, mem=16)], [*running, high := pod("high", ns="qb", cpu=2, mem=1, priority=1)])
+    elsewhere = pod("held", ns="other", cpu=0.001, mem=9, priority=5)
+    standing = tenancy.with_in_flight(tenancy.assess(FAIR, v), v, [InFlight(elsewhere, "n1", ())])
+    screen = tenancy.screen(standing=standing, view=v, preemptor=high)
+    assert screen.contended("n1") == ("cpu", "memory")
+    assert "queue qa would fall below its share in memory" in screen.over_share(running[5:])
+
+
+# -- guarantees flow down the tree (issue 30) ---------------------------------------------------
+
+
+def test_inherited_guarantee_is_the_parents_less_the_siblings_usage():
+    # YuniKorn's TestGetRemainingGuaranteedResource, its first snapshot (no usage): root
+    # guaranteed 10 "first", child1 5 "second". parent inherits 10, child1 10 of "first" and keeps
+    # its own "second", child2 10. Then child1 uses 4: child2 inherits 6 (parent's 10 less it).
+    from policy.tenancy.inheritance import inherited
+
+    rules = Rules(
+        queues=(
+            Queue("root", guaranteed={"cpu": 10_000}),
+            Queue("parent", parent="root"),
+            Queue("child1", parent="parent", namespaces=frozenset({"c1"}), guaranteed={"memory": 5 * 2**30}),
+            Queue("child2", parent="parent", namespaces=frozenset({"c2"})),
+        )
+    )
+    got = inherited(rules, {})
+    assert {q: {r: i.amount for r, i in g.items()} for q, g in got.items()} == {
+        "parent": {"cpu": 10_000}, "child1": {"cpu": 10_000}, "child2": {"cpu": 10_000},
+    }
+    v = view([node("n1", cpu=10)], [pod("a", ns="c1", node="n1", cpu=4)])
+    standing = tenancy.assess(rules, v).queues
+    assert standing["child2"].guaranteed == {"cpu": 6000}
+    assert standing["child2"].inherited["cpu"].describe("cpu") == "cpu=6 from parent: its guarantee cpu=10 less cpu=4 used by its other queues (set on root)"
+    assert standing["child1"].guaranteed == {"cpu": 10_000, "memory": 5 * 2**30}  # nothing used beside it
+    assert standing["child2"].share == {"cpu": 6000}
+
+
+def test_deserved_shares_split_an_inherited_guarantee_level_by_level():
+    # org is guaranteed 8 cpus; team (no guarantee, no weight) inherits 8 less ops's 2 = 6, and
+    # its weighted children a (1) and b (2) split those 6: 2 and 4.
+    rules = Rules(
+        queues=(
+            Queue("org", guaranteed=cpu(8)),
+            Queue("ops", parent="org", namespaces=frozenset({"ops"})),
+            Queue("team", parent="org"),
+            Queue("a", parent="team", namespaces=frozenset({"a"}), weight=1),
+            Queue("b", parent="team", namespaces=frozenset({"b"}), weight=2),
+        )
+    )
+    v = view([node("n1", cpu=20)], [pod("o", ns="ops", node="n1", cpu=2), pod("x", ns="a", cpu=10), pod("y", ns="b", cpu=10)])
+    queues = tenancy.assess(rules, v).queues
+    assert queues["team"].guaranteed == cpu(6)
+    assert (queues["a"].deserved, queues["b"].deserved) == (cpu(2), cpu(4))
+
+
+def test_a_guarantee_inherited_from_a_shared_ancestor_holds_only_against_queues_without_their_own():
+    # YuniKorn's TestTryPreemption_OnNode_UGParent_*: parent1 is guaranteed 10; child1 inherits it
+    # and runs two 1-cpu pods on a full 2-cpu node.
+    def rules(child2_guarantee):
+        return Rules(
+            queues=(
+                Queue("parent1", guaranteed=cpu(10)),
+                Queue("child1", parent="parent1", namespaces=frozenset({"c1"})),
+                Queue("child2", parent="parent1", namespaces=frozenset({"c2"}), guaranteed=child2_guarantee),
+            )
+        )
+
+    running = [pod("a1", ns="c1", node="n1", cpu=1, start=1), pod("a2", ns="c1", node="n1", cpu=1, start=2)]
+    ask = pod("a3", ns="c2", cpu=1, priority=1)
+    # child2 guaranteed 1 of its own: the room moves inside parent1, child1's inheritance does not hold.
+    assert names(select(rules(cpu(1)), running, ask, nodes=[node("n1", cpu=2)])) == ["c1/a2"]
+    # child2 inherits too (and may claim: 9 once a2 is gone), but so does child1: no preemption storm.
+    result = select(rules(None), running, ask, nodes=[node("n1", cpu=2)])
+    assert isinstance(result, NodeRejected)
+    assert "queue child1 would fall below its share in cpu, which the pod is short of on n1: cpu=1 of cpu=10, inherited from queue parent1" in result.reason
+
+
+def test_the_inherited_guarantee_a_queue_claims_with_counts_its_victims_gone():
+    # YuniKorn's ParentGuaranteed: parent 10, child1 (guaranteed 5) uses all 10. child2 inherits
+    # 10 - 10 = 0 now, and 5 once child1's 5-cpu pod is gone: it may take it (child1 stays at 5).
+    rules = Rules(
+        queues=(
+            Queue("parent", guaranteed=cpu(10)),
+            Queue("child1", parent="parent", namespaces=frozenset({"c1"}), guaranteed=cpu(5)),
+            Queue("child2", parent="parent", namespaces=frozenset({"c2"})),
+        )
+    )
+    running = [pod("a1", ns="c1", node="n1", cpu=5, start=1), pod("a2", ns="c1", node="n1", cpu=5, start=2)]
+    v = view([node("n1", cpu=10)], running)
+    assert tenancy.assess(rules, v).queues["child2"].share == cpu(0)
+    assert names(select(rules, running, pod("a3", ns="c2", cpu=5, priority=1), nodes=[node("n1", cpu=10)])) == ["c1/a2"]
+
+
+def test_a_pod_short_only_of_a_pod_slot_claims_nothing_from_other_queues():
+    # prod is below its cpu share, but the node has cpu to spare and no pod slot: the slot is
+    # not shared out, so no queue is below its share of it.
+    running = [pod("t1", ns="test", node="n1", cpu=1), pod("t2", ns="test", node="n1", cpu=1)]
+    result = select(SIBLINGS, running, pod("p1", ns="prod", cpu=1, priority=1), nodes=[node("n1", cpu=8, pods=2)])
+    assert isinstance(result, NodeRejected)
+    assert "queue prod is not below its share in pods, which the pod is short of on n1 (no share of pods)" in result.reason
