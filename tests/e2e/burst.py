@@ -60,6 +60,7 @@ import re
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,10 +86,11 @@ class Shape:
     fillers_per_node: int = 4
     node_cpu: int = 32
     pod_cpu: int = 8
+    grace: int = 1  # the fillers' terminationGracePeriodSeconds: how long a victim takes to go
 
     @property
     def name(self) -> str:
-        return f"{self.nodes} nodes, {self.preemptors} preemptors"
+        return f"{self.nodes} nodes, {self.preemptors} preemptors" + (f", victims' grace {self.grace} s" if self.grace != 1 else "")
 
     @property
     def id(self) -> str:
@@ -126,7 +128,7 @@ class Result:
 def prepare(scenario: Scenario, kube: Kube, shape: Shape, *, labels: dict, reprieve_port: int | None) -> None:
     """The full nodes: fillers running, and reprieve's view current (``reprieve_port``: which reprieve)."""
     nodes = [scenario.node(f"n{i:02d}", cpu=str(shape.node_cpu)) for i in range(shape.nodes)]
-    spec = scenario.pod_spec(cpu=str(shape.pod_cpu), priority=0, grace=1)
+    spec = scenario.pod_spec(cpu=str(shape.pod_cpu), priority=0, grace=shape.grace)
     bodies = [
         _pod(scenario, f"filler-{i:02d}-{j}", {**FILLER, **labels}, {**spec, "nodeName": node})
         for i, node in enumerate(nodes) for j in range(shape.fillers_per_node)
@@ -151,10 +153,13 @@ def burst(
     labels: dict | None = None,
     reprieve_port: int | None = None,
     timeout: float = 60,
+    during: Callable[[], None] | None = None,
 ) -> Result:
     """Prepare the nodes, send the wave through ``scheduler`` and measure it (``log``: the
     scheduler's process name in the control plane, if not one of the two it always runs;
-    ``labels``: on fillers and preemptors alike)."""
+    ``labels``: on fillers and preemptors alike; ``during``: called once the preemptors are
+    created, with the wave under way and its clock running, as tests/e2e/test_faults.py
+    injects its faults)."""
     labels = labels or {}
     kube = Kube.pooled(str(scenario.plane.kubeconfig), WAVE_CONNECTIONS + 2)  # + the watch's list and stream
     watch = _BindWatch(kube, scenario.ns, shape.preemptors)
@@ -166,6 +171,8 @@ def burst(
         mark = scheduler_log.stat().st_size
         watch.start()
         started = _create_all(kube, scenario.ns, bodies)
+        if during is not None:
+            during()
         watch.all_bound.wait(timeout)
     finally:
         watch.stop()
