@@ -10,6 +10,7 @@ import sys
 import threading
 
 from extender.serving import logs
+from extender.stall import Stall
 from extender.config import Events, Mode, Settings
 from extender.errors import ConfigError, ReprieveError
 
@@ -373,7 +374,7 @@ def _serve(args: argparse.Namespace) -> int:
                 log.warning("fault injected: every watch event is applied %.1fs after it arrives", settings.fault_watch_delay)
             return create_app(
                 settings, cluster=cluster, metrics=metrics, rules=rules, stopping=stopping, order=order,
-                events=_events(settings, api, cluster, metrics),
+                events=_events(settings, api, cluster, metrics), stall=Stall().start(),
             )
 
     elif args.snapshot:

@@ -11,6 +11,7 @@ from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
 from extender import wire
+from extender.stall import Stall
 from extender.state.source import ClusterSource
 from extender.config import Settings
 from extender.errors import BadRequest, Unanswerable
@@ -44,10 +45,13 @@ def create_app(
     events: Witness | None = None,
     stopping: threading.Event | None = None,
     order: ranking.Order = ranking.DEFAULT,
+    stall: Stall | None = None,
 ) -> Flask:
     """``rules`` and ``order``: the --policy file's (extender.policy_file). ``events`` (extender.events) records Kubernetes Events about its preemptions,
     reading the answers from its ledger, which the verbs record in; ``stopping`` is set when the
-    server begins to shut down: from then on /readyz fails."""
+    server begins to shut down: from then on /readyz fails. ``stall`` (extender.stall): while it
+    says the process was just stopped or starved, the verbs answer as while the view is not
+    ready (the scheduler's own answer)."""
     app = Flask("reprieve")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     metrics = metrics or Metrics()
@@ -68,7 +72,8 @@ def create_app(
             started = time.perf_counter()
             code = 200
             try:
-                return code, handler(body, Context(cluster.view(), metrics, log, standings, ledger, settings.mode, started, events, order))
+                view = None if stall is not None and stall.recent() else cluster.view()
+                return code, handler(body, Context(view, metrics, log, standings, ledger, settings.mode, started, events, order))
             except (BadRequest, Unanswerable) as exc:
                 code = exc.status
                 return code, wire.error_body(f"{verb}: {exc}")

@@ -90,12 +90,16 @@ class FaultPair:
 
     def requests(self) -> dict[tuple[str, str], float]:
         """(verb, code) -> answers the running reprieve counted since it started."""
+        return {(s.labels["verb"], s.labels["code"]): s.value for s in self._samples("reprieve_requests_total")}
+
+    def not_ready(self) -> dict[str, float]:
+        """verb -> answers the running reprieve gave as while not ready (extender.stall's window too)."""
+        return {s.labels["verb"]: s.value for s in self._samples("reprieve_not_ready_answers_total")}
+
+    def _samples(self, name: str) -> list:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
             text = r.read().decode()
-        return {
-            (s.labels["verb"], s.labels["code"]): s.value for f in text_string_to_metric_families(text) for s in f.samples
-            if s.name == "reprieve_requests_total" and s.value
-        }
+        return [s for f in text_string_to_metric_families(text) for s in f.samples if s.name == name and s.value]
 
     def server_errors(self) -> list[str]:
         """Every 5xx answer either end saw (empty: none)."""

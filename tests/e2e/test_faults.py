@@ -14,7 +14,8 @@ wave's preemptions are actuated (reprieve then holds answers in flight), a fault
   SIGCONTed. The call in progress times out (one or two calls, 2 s each) and for that cycle the
   scheduler goes on without reprieve (preempting as stock does); a call made in the stop's last
   2 s waits in the socket's backlog and is answered after SIGCONT, as are the timed-out ones,
-  whose callers are gone.
+  whose callers are gone. For 2 s after SIGCONT reprieve answers as stock (extender/stall.py),
+  while its watches catch up with what the scheduler did meanwhile: the test checks it did.
 
 Each asserts issue 27's bar: every preemptor binds (none left pending), at most one victim more
 than stock evicts under the same fault, no answer the scheduler rejected ("claims to preempt")
@@ -103,6 +104,11 @@ def test_wave_survives_a_fault_in_reprieve(scenario, pair, fault, record_propert
     assert result.distinct_victims <= n + 1, f"more than one victim beyond one per preemptor: {result.summary()}"
     errors = pair.server_errors()
     assert not errors, "5xx answers:\n" + "\n".join(errors[:5])
+    if fault == "stop":
+        # Just after SIGCONT reprieve answered as stock (extender/stall.py: its view missed the
+        # scheduler's own preemptions meanwhile); before that window, one answer in five or so
+        # named a victim the scheduler had already deleted ("claims to preempt").
+        assert pair.not_ready().get("preempt"), f"no preempt answered as stock after the stop: {answered}"
     if fault == "kill":
         # Not the bar, the test's own premise: the restarted reprieve took part in the wave.
         assert answered.get(("filter", "200")), f"the restarted reprieve answered no filter call of the wave: {answered}"

@@ -13,7 +13,7 @@ EXTENDER = Path(__file__).resolve().parents[2] / "extender"
 
 # Bottom first: the order docs/layout.md writes down.
 LAYERS = (
-    ("errors", "limits", "times"),
+    ("errors", "limits", "times", "stall"),
     ("config", "metrics", "apiserver"),
     ("state",),
     ("wire", "policy_file", "live", "events"),
