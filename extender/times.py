@@ -8,6 +8,7 @@ here, the one place that does.
 from __future__ import annotations
 
 import datetime
+import functools
 import math
 import re
 
@@ -25,8 +26,10 @@ def iso(seconds: float | None) -> str | None:
         return None
 
 
+@functools.lru_cache(maxsize=4096)
 def readable(text: str) -> str:
-    """``text`` with every ``Ns since the epoch`` written as ISO 8601."""
+    """``text`` with every ``Ns since the epoch`` written as ISO 8601. Cached: a preempt log
+    line repeats one reason for hundreds of nodes left unsolved (policy.preempt writes it once)."""
     if "since the epoch" not in text:  # nearly every reason; a preempt log line has thousands
         return text
     return _EPOCH.sub(lambda m: iso(float(m.group(1))) or m.group(0), text)
