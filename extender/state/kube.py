@@ -66,7 +66,7 @@ class AnnotatedMeta(ObjectMeta):
     annotations: dict[StrictStr, StrictStr] | None = None
 
 
-def _gang_annotations(value: Any) -> Any:
+def gang_annotations(value: Any) -> Any:
     """Only the annotations policy.gangs reads (``gangs.ANNOTATIONS``), picked before validation:
     the rest (kubectl's last-applied-configuration can be 256 KiB) is neither checked nor kept.
     A kept value longer than a name (253 characters) is dropped too: no PodGroup has such a
@@ -79,7 +79,7 @@ def _gang_annotations(value: Any) -> Any:
 class PodMeta(ObjectMeta):
     """A pod's metadata: the annotations that mark gang membership, none other."""
 
-    annotations: Annotated[dict[StrictStr, StrictStr] | None, BeforeValidator(_gang_annotations)] = None
+    annotations: Annotated[dict[StrictStr, StrictStr] | None, BeforeValidator(gang_annotations)] = None
 
 
 class ResourceRequirements(_Object):
@@ -159,7 +159,7 @@ class PodSpec(_Object):
 
 class PodStatus(_Object):
     phase: StrictStr | None = None
-    # Read as plain JSON, only for kube-scheduler's DisruptionTarget mark (translate._preempted):
+    # Read as plain JSON, only for kube-scheduler's DisruptionTarget mark (translate.preempted):
     # a model per condition made every pod 40% slower to read, for a field policy only glances at.
     conditions: list[Any] | None = None
     qosClass: Literal["BestEffort", "Burstable", "Guaranteed"] | None = None
