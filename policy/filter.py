@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -60,6 +61,20 @@ def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> F
     would make the scheduler clear the pod's nomination and hand its room to others (seen
     end to end: three pods nominated to one node while their victims still terminated).
     """
+    names = node_names if isinstance(node_names, (list, tuple)) else list(node_names)
+    held = held_nodes(view, pod.priority, other_than=pod.scheduler_name)
+    if not held or held.isdisjoint(names):
+        # No hold on a node asked could reject one (the common case: most clusters have no
+        # nomination, and the asking scheduler's own never reject): every node passes.
+        return FilterDecision(tuple(names), {})
+    # Only the nodes with such a hold are looked at (each node's answer is its own); the
+    # others pass.
+    rejected = filter_each(view=view, pod=pod, node_names=list(filter(held.__contains__, names))).rejected
+    return FilterDecision(tuple(itertools.filterfalse(rejected.__contains__, names)) if rejected else tuple(names), rejected)
+
+
+def filter_each(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> FilterDecision:
+    """filter_nodes, node by node (what it answers where some node asked holds room)."""
     passed: list[str] = []
     rejected: dict[str, str] = {}
     request = pod.requests
@@ -98,6 +113,35 @@ def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> F
         else:
             rejected[name] = f"fits only in room held for nominated {_describe(holders)}{beside}"
     return FilterDecision(tuple(passed), rejected)
+
+
+# The memo entry (ClusterView.table) of a view's nominated pods' priorities: the node names of its
+# tables are strings, so a tuple key stays out of their way.
+_NOMINATED = ("nominated",)
+
+
+def held_nodes(view: ClusterView, priority: int, *, other_than: str | None = None) -> set[str]:
+    """The nodes where a pod nominated there has ``priority`` or more (and is not of scheduler
+    ``other_than``): a superset of those where room is held against a pod of that priority
+    (view.reservations also leaves out the pod itself).
+
+    From a summary kept with the view, each nominated node's highest priority per scheduler,
+    so that no nominated pod is walked per request; a view that shares its predecessor's
+    nominations (the live store's, when none changed) shares it too."""
+    table = view.table(_NOMINATED)
+    kept = table.get(_NOMINATED)
+    if kept is None or kept[0] is not view.nominated:  # is: the summary holds the mapping it was made from
+        highest: dict[str, dict[str, int]] = {}
+        for name, pods in view.nominated.items():
+            per = highest[name] = {}
+            for p in pods:
+                if p.priority > per.get(p.scheduler_name, p.priority - 1):
+                    per[p.scheduler_name] = p.priority
+        kept = table[_NOMINATED] = (view.nominated, highest)
+    return {
+        name for name, per in kept[1].items()
+        if any(top >= priority for scheduler, top in per.items() if scheduler != other_than)
+    }
 
 
 def _counted_own(
