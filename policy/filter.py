@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
 import itertools
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -125,23 +127,31 @@ def held_nodes(view: ClusterView, priority: int, *, other_than: str | None = Non
     ``other_than``): a superset of those where room is held against a pod of that priority
     (view.reservations also leaves out the pod itself).
 
-    From a summary kept with the view, each nominated node's highest priority per scheduler,
-    so that no nominated pod is walked per request; a view that shares its predecessor's
-    nominations (the live store's, when none changed) shares it too."""
+    From a summary kept with the view, so that no nominated pod is walked per request: per
+    nominated node, the highest priority nominated there, its scheduler, and the highest of
+    the other schedulers' pods, ordered by the first. It holds the nominations it was made
+    from: a view that shares them (the live store's, when none changed) shares it."""
     table = view.table(_NOMINATED)
     kept = table.get(_NOMINATED)
     if kept is None or kept[0] is not view.nominated:  # is: the summary holds the mapping it was made from
-        highest: dict[str, dict[str, int]] = {}
-        for name, pods in view.nominated.items():
-            per = highest[name] = {}
-            for p in pods:
-                if p.priority > per.get(p.scheduler_name, p.priority - 1):
-                    per[p.scheduler_name] = p.priority
-        kept = table[_NOMINATED] = (view.nominated, highest)
+        kept = table[_NOMINATED] = (view.nominated, *_tops(view.nominated))
+    _, tops, entries = kept
     return {
-        name for name, per in kept[1].items()
-        if any(top >= priority for scheduler, top in per.items() if scheduler != other_than)
+        name for _, name, scheduler, second in entries[bisect.bisect_left(tops, priority):]
+        if scheduler != other_than or second >= priority
     }
+
+
+def _tops(nominated) -> tuple[list[int], list[tuple[int, str, str, int | float]]]:
+    """(the highest priorities, ascending; per node, that priority, the node, its scheduler and
+    the highest priority of any other scheduler's pod there, in the same order)."""
+    entries = []
+    for name, pods in nominated.items():
+        best = max(pods, key=lambda p: p.priority)
+        others = [p.priority for p in pods if p.scheduler_name != best.scheduler_name]
+        entries.append((best.priority, name, best.scheduler_name, max(others) if others else -math.inf))
+    entries.sort(key=lambda e: e[0])
+    return [e[0] for e in entries], entries
 
 
 def _counted_own(

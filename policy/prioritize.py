@@ -63,17 +63,16 @@ def score_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> tu
         # Each node's score is its own: those kept for the shape stand wherever no room is held
         # and no sibling runs (the common case), and only the nodes asked where some is or does
         # are scored node by node. A node not scored yet (or unknown) sends all to score_each.
-        scores = list(map(alone.get, names))
-        if None not in scores:
-            touched = held_nodes(view, pod.priority) | _sibling_nodes(view, pod)
-            hit = touched.intersection(names) if touched else ()
-            if not hit:
-                return tuple(scores)
-            at = dict(zip(names, range(len(names))))
-            if len(at) == len(names):  # each name once, as the scheduler sends them
-                for score in score_each(view=view, pod=pod, node_names=list(hit), alone=alone):
-                    scores[at[score.node]] = score
-                return tuple(scores)
+        touched = held_nodes(view, pod.priority) | _sibling_nodes(view, pod)
+        hit = touched.intersection(names) if touched else None
+        table = alone
+        if hit:
+            table = alone.copy()
+            table.update((score.node, score) for score in score_each(view=view, pod=pod, node_names=list(hit), alone=alone))
+        try:
+            return tuple(map(table.__getitem__, names))
+        except KeyError:
+            pass
     return score_each(view=view, pod=pod, node_names=names, alone=alone)
 
 

@@ -61,6 +61,14 @@ def the_pod(spec):
 @example(batches=[[("pods", 0, (None, "n1", 3, 4, "volcano", "a")), ("pods", 1, (None, "n2", 3, 4, "volcano", "a")),
                    ("pods", 2, ("n1", None, 0, 2, "volcano", "a")), ("pods", 3, ("n2", None, 0, 2, "volcano", "a"))]],
          asks=[((1, 4, "default-scheduler", "c", None, 0, False), ["n3", "n1", "unknown"])])
+# The asking scheduler's own nominee is the highest on n1, another scheduler's holds room there too.
+@example(batches=[[("pods", 0, (None, "n1", 3, 1, "default-scheduler", "a")), ("pods", 1, (None, "n1", 2, 4, "volcano", "a")),
+                   ("pods", 2, ("n1", None, 0, 2, "volcano", "a"))]],
+         asks=[((1, 4, "default-scheduler", "c", None, 0, False), ["n1"])])
+# Nominations of priorities 3, 0 and 2 on three nodes, the first holding room against priority 1.
+@example(batches=[[("pods", 0, (None, "n1", 3, 4, "volcano", "a")), ("pods", 1, (None, "n2", 0, 1, "volcano", "a")),
+                   ("pods", 2, (None, "n3", 2, 1, "volcano", "a")), ("pods", 3, ("n1", None, 0, 2, "volcano", "a"))]],
+         asks=[((1, 4, "default-scheduler", "c", None, 0, False), ["n1", "n2", "n3"])])
 def test_the_fast_paths_answer_as_node_by_node(batches, asks):
     store = Store(KINDS)
     store.replace("priorityclasses", {}, "1")
