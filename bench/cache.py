@@ -1,7 +1,7 @@
 """Initial sync, memory and watch throughput of the live cache (extender.live) at scale.
 
     python bench/cache.py [--pods 150000] [--nodes 5000] [--pdbs 300] [--events 50000]
-                          [--baseline REV] [--no-tracemalloc]
+                          [--life-pods 4000] [--baseline REV] [--no-tracemalloc]
 
 A real API server plus etcd holding 150,000 pods does not fit a 2-core CI machine, so this
 replays recorded-shape LIST and WATCH bodies instead: a subprocess generates v1 Pods (~4-5 KB
@@ -21,8 +21,15 @@ memory are its own (the server runs on the other core):
   page by page, so it is not counted);
 - watch: a burst of N pod events (ADDED/MODIFIED/DELETED) through the watch stream, timed
   until the store has applied the last one and until a published view includes it, with the
-  child's CPU seconds over the same span. Afterwards the published view is checked against
-  a full ``ClusterView.build`` of the store's records.
+  child's CPU seconds over the same span;
+- scheduled pods: then the lives of ``--life-pods`` new pods, created, bound and deleted (the
+  three events a pod makes on bench/e2e.py's hollow nodes), then as many more with a kubelet's
+  updates too (started, running, deletion begun, stopped: seven events), each kind timed as the
+  burst and given as CPU per pod. Afterwards the published view is checked against a full
+  ``ClusterView.build`` of the store's records.
+
+The cache is built as ``reprieve serve`` builds it (extender/cli.py: ``gc.freeze()`` at the
+first view).
 
 With ``--baseline REV`` the same children also run against ``git archive REV`` (extracted to
 a temporary directory), interleaved with the working tree, and the table shows both and the
@@ -281,6 +288,66 @@ def pod(i: int, rng: random.Random, *, nodes: int, apps: list[tuple[str, str]]) 
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
+def lives(first: int, count: int, rv: int, rng: random.Random, *, nodes: int, apps: list[tuple[str, str]], kubelet: bool) -> list[bytes]:
+    """Watch events for ``count`` new pods scheduled and deleted, from resourceVersion ``rv`` on:
+    created pending, bound by the scheduler (nodeName, PodScheduled), with a kubelet started
+    (startTime, IPs, conditions, containers waiting), running and ready, then its deletion begun
+    (deletionTimestamp) and its containers stopped; and deleted. In waves of 50 pods, each step
+    for the whole wave before the next, as pods created together go through their lives."""
+    steps = ["created", "bound", "started", "running", "deleting", "stopped", "deleted"] if kubelet else ["created", "bound", "deleted"]
+    out: list[bytes] = []
+    for wave in range(first, first + count, 50):
+        states = {}
+        for i in range(wave, min(wave + 50, first + count)):
+            obj = pod(i, rng, nodes=nodes, apps=apps)
+            obj["spec"].pop("nodeName", None)
+            for k in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+                obj["metadata"].pop(k, None)
+            obj["status"] = {"phase": "Pending", "qosClass": obj["status"]["qosClass"]}
+            states[i] = obj
+        node_of = {i: f"worker-{rng.randrange(nodes):05d}" for i in states}
+        for step in steps:
+            for i, obj in states.items():
+                kind = "MODIFIED"
+                st = obj["status"]
+                stamp = "2026-11-26T10:00:00Z"
+                if step == "created":
+                    kind = "ADDED"
+                elif step == "bound":
+                    obj["spec"]["nodeName"] = node_of[i]
+                    st["conditions"] = [{"type": "PodScheduled", "status": "True", "lastProbeTime": None, "lastTransitionTime": stamp}]
+                elif step == "started":
+                    ip = f"10.200.{(i >> 8) & 255}.{i & 255}"
+                    st.update(startTime=stamp, hostIP="10.1.0.1", hostIPs=[{"ip": "10.1.0.1"}], podIP=ip, podIPs=[{"ip": ip}])
+                    st["conditions"] = [{"type": t, "status": v, "lastProbeTime": None, "lastTransitionTime": stamp} for t, v in (
+                        ("PodReadyToStartContainers", "True"), ("Initialized", "True"), ("Ready", "False"),
+                        ("ContainersReady", "False"), ("PodScheduled", "True"))]
+                    st["containerStatuses"] = [{"name": c["name"], "image": c["image"], "imageID": "", "ready": False, "restartCount": 0,
+                                                "started": False, "state": {"waiting": {"reason": "ContainerCreating"}}}
+                                               for c in obj["spec"]["containers"]]
+                elif step == "running":
+                    st["phase"] = "Running"
+                    for c in st["conditions"]:
+                        c["status"] = "True"
+                    for cs in st["containerStatuses"]:
+                        cs.update(ready=True, started=True, state={"running": {"startedAt": stamp}},
+                                  containerID=f"containerd://{rng.getrandbits(256):064x}")
+                elif step == "deleting":
+                    obj["metadata"].update(deletionTimestamp=stamp, deletionGracePeriodSeconds=30)
+                elif step == "stopped":
+                    for c in st["conditions"]:
+                        if c["type"] in ("Ready", "ContainersReady"):
+                            c["status"] = "False"
+                    for cs in st["containerStatuses"]:
+                        cs.update(ready=False, started=False, state={"terminated": {"exitCode": 0, "reason": "Completed"}})
+                else:
+                    kind = "DELETED"
+                obj["metadata"]["resourceVersion"] = str(rv)
+                rv += 1
+                out.append(orjson.dumps({"type": kind, "object": obj}) + b"\n")
+    return out
+
+
 def budget(j: int, ns: str, app: str, rng: random.Random) -> dict:
     sel = {"matchLabels": {"app": app}} if j % 5 else {"matchLabels": {"app": app}, "matchExpressions": [
         {"key": "tier", "operator": "In", "values": ["web", "api"]}]}
@@ -311,7 +378,7 @@ BASE_RV = 50_000_000
 class Replay:
     """The recorded objects (serialised once) and the pod event log for the watch."""
 
-    def __init__(self, pods: int, nodes: int, pdbs: int, events: int, seed: int = 7) -> None:
+    def __init__(self, pods: int, nodes: int, pdbs: int, events: int, life_pods: int, seed: int = 7) -> None:
         rng = random.Random(seed)
         namespaces = [f"team-{k:03d}" for k in range(120)]
         apps = [(namespaces[k % len(namespaces)], f"svc-{k:04d}") for k in range(max(1, pods // 30))]
@@ -350,6 +417,16 @@ class Replay:
             obj["metadata"]["resourceVersion"] = rv
             lines.append(orjson.dumps({"type": kind, "object": obj}) + b"\n")
         self.burst = lines
+        # Then the lives of scheduled pods, each segment released after the one before
+        # (/_bench/next), resourceVersions following on: without a kubelet (created, bound,
+        # deleted: the hollow nodes of bench/e2e.py), then with one.
+        self.segments: list[tuple[str, list[bytes]]] = []
+        for name, kubelet in (("bare", False), ("kubelet", True)):
+            first = BASE_RV + 1 + len(lines)
+            segment = lives(new, life_pods, first, rng, nodes=nodes, apps=apps, kubelet=kubelet)
+            new += life_pods
+            lines = lines + segment
+            self.segments.append((name, segment))
         self.log: list[bytes] = []  # events released to watchers, in resourceVersion order
         self.cond = threading.Condition()
         self.sizes = {path: sum(map(len, items)) for path, items in self.items.items()}
@@ -364,13 +441,25 @@ class Replay:
             self.log = list(self.burst)
             self.cond.notify_all()
 
+    def release_next(self) -> tuple[str, int]:
+        """The next segment of lives after the burst: (its name, its last resourceVersion)."""
+        with self.cond:
+            released = len(self.log) - len(self.burst)
+            for name, segment in self.segments:
+                if released == 0:
+                    self.log.extend(segment)
+                    self.cond.notify_all()
+                    return name, BASE_RV + len(self.log)
+                released -= len(segment)
+        raise ValueError("every segment is out already")
+
 
 def serve(args: argparse.Namespace) -> None:
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     from urllib.parse import parse_qs, urlsplit
 
     started = time.perf_counter()
-    replay = Replay(args.pods, args.nodes, args.pdbs, args.events)
+    replay = Replay(args.pods, args.nodes, args.pdbs, args.events, args.life_pods)
     generated = time.perf_counter() - started
 
     class Handler(BaseHTTPRequestHandler):
@@ -392,6 +481,9 @@ def serve(args: argparse.Namespace) -> None:
                 replay.reset()
             elif url.path == "/_bench/burst":
                 replay.release()
+            elif url.path == "/_bench/next":
+                name, last = replay.release_next()
+                return self._send(orjson.dumps({"segment": name, "last": str(last)}))
             else:
                 return self._send(b'{"message":"not found"}', 404)
             self._send(orjson.dumps({"last": str(BASE_RV + len(replay.burst))}))
@@ -522,7 +614,9 @@ def measure(args: argparse.Namespace) -> None:
         tracemalloc.start()
     base_rss, base_traced = _rss(), tracemalloc.get_traced_memory()[0] if args.tracemalloc else 0
     cpu0, t0 = time.process_time(), time.perf_counter()
-    cluster = LiveCluster(api, metrics=metrics, publish_interval=args.publish_interval, watch_seconds=300)
+    # As `reprieve serve` builds it (extender/cli.py): the first view's records frozen out of
+    # the collector's reach.
+    cluster = LiveCluster(api, metrics=metrics, publish_interval=args.publish_interval, watch_seconds=300, on_first_view=gc.freeze)
     cluster.start()
     while not cluster.ready():
         time.sleep(0.005)
@@ -554,6 +648,17 @@ def measure(args: argparse.Namespace) -> None:
     publish1 = _hist(metrics, "reprieve_cache_publish_seconds")
     out["publishes"] = publish1[1] - publish0[1]
     out["publish_mean_s"] = (publish1[0] - publish0[0]) / max(1.0, out["publishes"])
+    # Scheduled pods' lives, one segment after the other: CPU per pod and per event.
+    for _ in range(2):
+        segment = _post(args.port, "/_bench/next")
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        while store._versions.get("pods") != segment["last"] and time.perf_counter() - t0 < 600:
+            time.sleep(0.002)
+        out[f"life_{segment['segment']}_cpu_s"] = time.process_time() - cpu0
+        out[f"life_{segment['segment']}_s"] = time.perf_counter() - t0
+        while cluster.resource_versions().get("pods") != segment["last"] and time.perf_counter() - t0 < 600:
+            time.sleep(0.002)
+    out["life_pods"] = args.life_pods
     cluster.stop()
     time.sleep(0.2)
     view = cluster._view
@@ -573,7 +678,7 @@ def measure(args: argparse.Namespace) -> None:
 
 def _child(tree: Path, port: int, args: argparse.Namespace, *extra: str) -> dict:
     env = {**os.environ, "REPRIEVE_TREE": str(tree), "PYTHONHASHSEED": "0"}
-    cmd = [sys.executable, str(HERE), "--measure", "--port", str(port), "--events", str(args.events),
+    cmd = [sys.executable, str(HERE), "--measure", "--port", str(port), "--events", str(args.events), "--life-pods", str(args.life_pods),
            "--publish-interval", str(args.publish_interval), *extra]
     result = subprocess.run(cmd, env=env, cwd=tree, capture_output=True, text=True, timeout=1800)
     if result.returncode != 0:
@@ -590,6 +695,7 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=5_000)
     parser.add_argument("--pdbs", type=int, default=300)
     parser.add_argument("--events", type=int, default=50_000)
+    parser.add_argument("--life-pods", type=int, default=4_000, help="pods scheduled and deleted, per kind of life")
     parser.add_argument("--publish-interval", type=float, default=0.05, help="LiveCluster's default")
     parser.add_argument("--baseline", help="git revision to compare against (run from its `git archive`)")
     parser.add_argument("--rounds", type=int, default=1, help="measurements per tree (interleaved)")
@@ -616,7 +722,7 @@ def main() -> None:
     trees.append(("after (working tree)" if args.baseline else "working tree", root))
     server = subprocess.Popen(
         [sys.executable, str(HERE), "--serve", "--pods", str(args.pods), "--nodes", str(args.nodes),
-         "--pdbs", str(args.pdbs), "--events", str(args.events)],
+         "--pdbs", str(args.pdbs), "--events", str(args.events), "--life-pods", str(args.life_pods)],
         stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONHASHSEED": "0"},
     )
     try:
@@ -667,6 +773,14 @@ def report(args, info, trees, results, traced) -> None:
          lambda l: col(l, "applied_s", lambda r, v: r["events"] / v), "{:,.0f}", False),
         ("watch: events applied per CPU-second", ">= 2,000",
          lambda l: col(l, "applied_cpu_s", lambda r, v: r["events"] / v), "{:,.0f}", False),
+        ("watch: CPU per event (burst)", "<= 0.15 ms",
+         lambda l: col(l, "applied_cpu_s", lambda r, v: v / r["events"] * 1000), "{:.3f} ms", True),
+        ("scheduled pod, no kubelet (3 events: created, bound, deleted): CPU per pod", "",
+         lambda l: col(l, "life_bare_cpu_s", lambda r, v: v / r["life_pods"] * 1000), "{:.3f} ms", True),
+        ("scheduled pod with a kubelet (7 events: + started, running, deletion begun, stopped): CPU per pod", "",
+         lambda l: col(l, "life_kubelet_cpu_s", lambda r, v: v / r["life_pods"] * 1000), "{:.3f} ms", True),
+        ("scheduled pod with a kubelet: CPU per event", "<= 0.15 ms",
+         lambda l: col(l, "life_kubelet_cpu_s", lambda r, v: v / r["life_pods"] / 7 * 1000), "{:.3f} ms", True),
         ("watch: burst until the store applied the last event", "", lambda l: col(l, "applied_s"), "{:.2f} s", True),
         ("watch: burst until a published view has the last event", "", lambda l: col(l, "published_s"), "{:.2f} s", True),
         ("views published during the burst", "", lambda l: col(l, "publishes"), "{:.0f}", None),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -60,6 +63,20 @@ def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> F
     would make the scheduler clear the pod's nomination and hand its room to others (seen
     end to end: three pods nominated to one node while their victims still terminated).
     """
+    names = node_names if isinstance(node_names, (list, tuple)) else list(node_names)
+    held = held_nodes(view, pod.priority, other_than=pod.scheduler_name)
+    if not held or held.isdisjoint(names):
+        # No hold on a node asked could reject one (the common case: most clusters have no
+        # nomination, and the asking scheduler's own never reject): every node passes.
+        return FilterDecision(tuple(names), {})
+    # Only the nodes with such a hold are looked at (each node's answer is its own); the
+    # others pass.
+    rejected = filter_each(view=view, pod=pod, node_names=list(filter(held.__contains__, names))).rejected
+    return FilterDecision(tuple(itertools.filterfalse(rejected.__contains__, names)) if rejected else tuple(names), rejected)
+
+
+def filter_each(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> FilterDecision:
+    """filter_nodes, node by node (what it answers where some node asked holds room)."""
     passed: list[str] = []
     rejected: dict[str, str] = {}
     request = pod.requests
@@ -98,6 +115,43 @@ def filter_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> F
         else:
             rejected[name] = f"fits only in room held for nominated {_describe(holders)}{beside}"
     return FilterDecision(tuple(passed), rejected)
+
+
+# The memo entry (ClusterView.table) of a view's nominated pods' priorities: the node names of its
+# tables are strings, so a tuple key stays out of their way.
+_NOMINATED = ("nominated",)
+
+
+def held_nodes(view: ClusterView, priority: int, *, other_than: str | None = None) -> set[str]:
+    """The nodes where a pod nominated there has ``priority`` or more (and is not of scheduler
+    ``other_than``): a superset of those where room is held against a pod of that priority
+    (view.reservations also leaves out the pod itself).
+
+    From a summary kept with the view, so that no nominated pod is walked per request: per
+    nominated node, the highest priority nominated there, its scheduler, and the highest of
+    the other schedulers' pods, ordered by the first. It holds the nominations it was made
+    from: a view that shares them (the live store's, when none changed) shares it."""
+    table = view.table(_NOMINATED)
+    kept = table.get(_NOMINATED)
+    if kept is None or kept[0] is not view.nominated:  # is: the summary holds the mapping it was made from
+        kept = table[_NOMINATED] = (view.nominated, *_tops(view.nominated))
+    _, tops, entries = kept
+    return {
+        name for _, name, scheduler, second in entries[bisect.bisect_left(tops, priority):]
+        if scheduler != other_than or second >= priority
+    }
+
+
+def _tops(nominated) -> tuple[list[int], list[tuple[int, str, str, int | float]]]:
+    """(the highest priorities, ascending; per node, that priority, the node, its scheduler and
+    the highest priority of any other scheduler's pod there, in the same order)."""
+    entries = []
+    for name, pods in nominated.items():
+        best = max(pods, key=lambda p: p.priority)
+        others = [p.priority for p in pods if p.scheduler_name != best.scheduler_name]
+        entries.append((best.priority, name, best.scheduler_name, max(others) if others else -math.inf))
+    entries.sort(key=lambda e: e[0])
+    return [e[0] for e in entries], entries
 
 
 def _counted_own(

@@ -21,8 +21,9 @@ from typing import NamedTuple
 
 from policy import resources
 from policy.model import Pod
+from policy.filter import held_nodes
 from policy.quantity import CPU
-from policy.view import REQUEST, ClusterView, NodeInfo
+from policy.view import BUDGETS, REQUEST, ClusterView, NodeInfo
 
 MAX_SCORE = 10
 
@@ -52,10 +53,36 @@ class NodeScore(NamedTuple):
 
 
 def score_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> tuple[NodeScore, ...]:
-    considered = [r for r, v in pod.requests.items() if v > 0 and r != resources.PODS] or [
-        CPU,
-        resources.MEMORY,
-    ]
+    names = node_names if isinstance(node_names, (list, tuple)) else list(node_names)
+    considered = _considered(pod)
+    asked = tuple(pod.requests.get(r, 0) for r in considered)
+    # Kept with the view for the next pod asking the same (a Deployment's replicas): the score
+    # of each node without held room or siblings, filled by score_each (5,000 names per call).
+    alone = view.table((REQUEST, "score", tuple(considered), asked))
+    if alone:
+        # Each node's score is its own: those kept for the shape stand wherever no room is held
+        # and no sibling runs (the common case), and only the nodes asked where some is or does
+        # are scored node by node. A node not scored yet (or unknown) sends all to score_each.
+        touched = held_nodes(view, pod.priority) | _sibling_nodes(view, pod)
+        hit = touched.intersection(names) if touched else None
+        table = alone
+        if hit:
+            table = alone.copy()
+            table.update((score.node, score) for score in score_each(view=view, pod=pod, node_names=list(hit), alone=alone))
+        try:
+            return tuple(map(table.__getitem__, names))
+        except KeyError:
+            pass
+    return score_each(view=view, pod=pod, node_names=names, alone=alone)
+
+
+def score_each(
+    *, view: ClusterView, pod: Pod, node_names: Iterable[str], alone: dict[str, object] | None = None
+) -> tuple[NodeScore, ...]:
+    """score_nodes, node by node (what it answers where a node asked holds room or runs a
+    sibling, or has no score kept yet). ``alone``: the view's table of scores for the pod's
+    shape, if the caller has it (asking the view for it twice would count as two requests)."""
+    considered = _considered(pod)
     siblings_on: dict[str, list[Pod]] = {}  # node -> pods there under one of the pod's own budgets
     for budget in view.budgets_covering(pod):
         for member in view.budget_members.get(budget.key, ()):
@@ -63,9 +90,8 @@ def score_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> tu
                 siblings_on.setdefault(member.node_name, []).append(member)
     asked = tuple(pod.requests.get(r, 0) for r in considered)
     free = view.summary(("free", tuple(considered)), _free)
-    # Kept with the view for the next pod asking the same (a Deployment's replicas): the score
-    # of each node without held room or siblings, filled here (5,000 names per call).
-    alone = view.table((REQUEST, "score", tuple(considered), asked))
+    if alone is None:
+        alone = view.table((REQUEST, "score", tuple(considered), asked))
     plain: dict[tuple, tuple[int, float]] = {}  # free row -> (score, room): nodes alike score alike
     nodes, nominated = view.nodes, view.nominated
     scores = []
@@ -92,6 +118,35 @@ def score_nodes(*, view: ClusterView, pod: Pod, node_names: Iterable[str]) -> tu
             score = score._replace(score=score.score - 1, siblings=tuple(siblings))
         add(score)
     return tuple(scores)
+
+
+def _considered(pod: Pod) -> list[str]:
+    return [r for r, v in pod.requests.items() if v > 0 and r != resources.PODS] or [CPU, resources.MEMORY]
+
+
+# The memo entries (ClusterView.table) of the nodes each budget's members run on: the node names
+# of its tables are strings, so tuple keys stay out of their way; dropped with the view's other
+# summaries of the budgets when they change (BUDGETS), and so with those of deleted budgets.
+_MEMBERS = (BUDGETS, "members' nodes")
+
+
+def _sibling_nodes(view: ClusterView, pod: Pod) -> set[str]:
+    """The nodes where a pod under one of ``pod``'s own budgets runs (the pod itself included:
+    a superset of score_each's siblings), from a summary kept with the view per budget, so that
+    no member is walked per request; it holds the members it was made from, and a view that
+    shares them (the live store's, when no member changed) shares it."""
+    budgets = view.budgets_covering(pod)
+    if not budgets:
+        return set()
+    table = view.table(_MEMBERS)
+    found: set[str] = set()
+    for budget in budgets:
+        members = view.budget_members.get(budget.key, ())
+        kept = table.get(("budget", budget.key))
+        if kept is None or kept[0] is not members:
+            kept = table[("budget", budget.key)] = (members, frozenset(m.node_name for m in members if m.node_name))
+        found |= kept[1]
+    return found
 
 
 def _free(info: NodeInfo, what: tuple) -> tuple[tuple[int, int], ...]:

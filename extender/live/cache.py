@@ -82,6 +82,7 @@ class LiveCluster:
         self._view: ClusterView | None = None
         self._versions: dict[str, str] = {}
         self._published_generation = -1
+        self._counters: dict[tuple[str, str], object] = {}  # (kind, what) -> labelled counter (_count_event)
         metrics.cache_staleness.set_function(self.staleness)
         metrics.cache_lag.set_function(self._lag.seconds)
 
@@ -245,13 +246,18 @@ class LiveCluster:
             log.warning("%s: %s (%s); not watched, looking again every %gs", kind, state, why, self._discovery_interval)
 
     def _count_event(self, kind: str, what: str) -> None:
-        {
-            "relist": self._metrics.cache_relists,
-            "watch_restart": self._metrics.cache_watch_restarts,
-            "event": self._metrics.cache_events,
-            "bookmark": self._metrics.cache_bookmarks,
-        }[what].labels(kind).inc()
-        self._changed.set()
+        counter = self._counters.get((kind, what))
+        if counter is None:  # once per kind and what: labels() takes a lock and builds a tuple
+            counter = self._counters[kind, what] = {
+                "relist": self._metrics.cache_relists,
+                "watch_restart": self._metrics.cache_watch_restarts,
+                "event": self._metrics.cache_events,
+                "unchanged": self._metrics.cache_events,  # applied, changing nothing
+                "bookmark": self._metrics.cache_bookmarks,
+            }[what].labels(kind)
+        counter.inc()
+        if not self._changed.is_set():  # set() takes a lock every time
+            self._changed.set()  # after "unchanged" too: the published resourceVersion moves
 
     def _publish_loop(self) -> None:
         while not self._stop.is_set():
@@ -274,7 +280,13 @@ class LiveCluster:
             return
         with self._lock:
             all_listed = self._all_listed()
-        if all_listed and self._store.generation != self._published_generation:
+        if all_listed and self._store.generation == self._published_generation:
+            # Only events that changed nothing since the last view (or none): no new view, but
+            # /readyz's resourceVersions say the view is that recent.
+            versions = self._store.versions_at(self._published_generation)
+            if versions is not None:
+                self._versions = versions
+        elif all_listed:
             pending_since = self._lag.publishing()
             started = self._clock()
             first = self._view is None

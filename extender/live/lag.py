@@ -29,16 +29,20 @@ class Lag:
         """An event came off ``kind``'s watch stream (called by the thread reading it)."""
         now = self._clock()
         with self._lock:
-            self._arrived.setdefault(kind, deque()).append(now)
+            waiting = self._arrived.get(kind)
+            if waiting is None:
+                waiting = self._arrived[kind] = deque()
+            waiting.append(now)
 
-    def applied(self, kind: str) -> None:
-        """The oldest event of ``kind`` not applied yet is applied (or was a bookmark or an error)."""
+    def applied(self, kind: str, *, changed: bool = True) -> None:
+        """The oldest event of ``kind`` not applied yet is applied (or was a bookmark or an error);
+        an event that ``changed`` nothing is in the published view already."""
         with self._lock:
             waiting = self._arrived.get(kind)
             if not waiting:
                 return
             at = waiting.popleft()
-            if self._unpublished is None or at < self._unpublished:
+            if changed and (self._unpublished is None or at < self._unpublished):
                 self._unpublished = at
 
     def restarted(self, kind: str) -> None:

@@ -3,6 +3,7 @@ An optional kind (Kind.optional) that is not served (404) or not readable (403) 
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import threading
@@ -11,7 +12,7 @@ from collections.abc import Callable, Mapping
 import urllib3
 
 from extender.apiserver import ApiError, ApiServer, Gone
-from extender.live.changes import Kind, event_change, key_of, record_of
+from extender.live.changes import UNCHANGED, Decoder, Kind
 from extender.live.lag import Lag, delayed
 from extender.live.store import Store
 from policy.model import PriorityClass
@@ -53,6 +54,8 @@ class Reflector(threading.Thread):
         self._watch_seconds = watch_seconds
         self._silence_timeout = silence_timeout
         self._max_backoff = max_backoff
+        self._decoder = Decoder(kind)
+        self._current = functools.partial(store.current, kind.name)
 
     def run(self) -> None:
         backoff = 0.2
@@ -98,23 +101,25 @@ class Reflector(threading.Thread):
         return min(backoff * 2, self._max_backoff)
 
     def _list(self) -> str:
-        records = {}
-        cont = None
-        while True:
-            params = {**self.kind.params, "limit": self._page_size}
-            if cont:
-                params["continue"] = cont
-            page = self._api.get(self.kind.path, params, timeout=60)
-            classes = self._classes()
-            for raw in page.get("items") or ():
-                record = record_of(self.kind, raw, classes)
-                if record is not None:
-                    records[key_of(self.kind, raw)] = record
-            meta = page.get("metadata") or {}
-            cont = meta.get("continue")
-            if not cont:
-                self._store.replace(self.kind.name, records, meta["resourceVersion"])
-                return meta["resourceVersion"]
+        listed: dict[str, str] = {}
+
+        def pages():
+            cont = None
+            while True:
+                params = {**self.kind.params, "limit": self._page_size}
+                if cont:
+                    params["continue"] = cont
+                page = self._api.get(self.kind.path, params, timeout=60)
+                yield page.get("items") or (), self._classes()
+                meta = page.get("metadata") or {}
+                cont = meta.get("continue")
+                if not cont:
+                    listed["resourceVersion"] = meta["resourceVersion"]
+                    return
+
+        records = self._decoder.list(pages())
+        self._store.replace(self.kind.name, records, listed["resourceVersion"])
+        return listed["resourceVersion"]
 
     def _watch(self, resource_version: str) -> str:
         """Apply events until the server closes the stream; returns the last resourceVersion seen."""
@@ -135,17 +140,19 @@ class Reflector(threading.Thread):
         for event in events:
             if self._watch_delay <= 0:
                 lag.arrived(name)
+            what = "event"
             try:
                 resource_version, what = self._handle(event, resource_version)
             finally:
                 # Before the publisher hears of it (on_event): a view built in between would
                 # include the event but leave its arrival counted as unpublished.
-                lag.applied(name)
+                lag.applied(name, changed=what != "unchanged")
             self._on_event(name, what)
         return resource_version
 
     def _handle(self, event: dict, resource_version: str) -> tuple[str, str]:
-        """Apply one watch event: (the resourceVersion it brings, "event" or "bookmark")."""
+        """Apply one watch event: (the resourceVersion it brings, "event", "unchanged" (it changes
+        nothing reprieve reads: no new record, no new view) or "bookmark")."""
         kind = event.get("type")
         obj = event.get("object") or {}
         if kind == "ERROR":
@@ -156,6 +163,9 @@ class Reflector(threading.Thread):
         if kind == "BOOKMARK":
             self._store.bookmark(self.kind.name, resource_version)
             return resource_version, "bookmark"
-        key, record = event_change(self.kind, event, self._classes())
+        key, record = self._decoder.event(event, self._classes(), self._current)
+        if record is UNCHANGED:
+            self._store.unchanged(self.kind.name, resource_version)
+            return resource_version, "unchanged"
         self._store.apply(self.kind.name, key, record, resource_version)
         return resource_version, "event"

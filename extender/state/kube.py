@@ -71,7 +71,7 @@ class AnnotatedMeta(ObjectMeta):
 POD_ANNOTATIONS = gangs.ANNOTATIONS | {DELETION_COST}
 
 
-def _pod_annotations(value: Any) -> Any:
+def pod_annotations(value: Any) -> Any:
     """Only the annotations reprieve reads (``POD_ANNOTATIONS``), picked before validation: the
     rest (kubectl's last-applied-configuration can be 256 KiB) is neither checked nor kept. A
     kept value longer than a name (253 characters) is dropped too: no PodGroup has such a name,
@@ -85,7 +85,7 @@ def _pod_annotations(value: Any) -> Any:
 class PodMeta(ObjectMeta):
     """A pod's metadata: the annotations that mark gang membership and its deletion cost, none other."""
 
-    annotations: Annotated[dict[StrictStr, StrictStr] | None, BeforeValidator(_pod_annotations)] = None
+    annotations: Annotated[dict[StrictStr, StrictStr] | None, BeforeValidator(pod_annotations)] = None
 
 
 class ResourceRequirements(_Object):
@@ -165,7 +165,7 @@ class PodSpec(_Object):
 
 class PodStatus(_Object):
     phase: StrictStr | None = None
-    # Read as plain JSON, only for kube-scheduler's DisruptionTarget mark (translate._preempted):
+    # Read as plain JSON, only for kube-scheduler's DisruptionTarget mark (translate.preempted):
     # a model per condition made every pod 40% slower to read, for a field policy only glances at.
     conditions: list[Any] | None = None
     qosClass: Literal["BestEffort", "Burstable", "Guaranteed"] | None = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Mapping
@@ -20,7 +21,7 @@ from policy.qos import QoS, compute_qos
 _NODE_LIMITED_VOLUMES = frozenset(
     {"persistentVolumeClaim", "ephemeral", "csi", "awsElasticBlockStore", "gcePersistentDisk", "azureDisk", "cinder"}
 )
-_TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 # Records of a large cluster repeat the same small values: share them. Each table keeps the
 # SHARED_ENTRIES most recently used values (a value that falls out is only no longer shared:
@@ -138,7 +139,7 @@ def _requests_and_limits(rr: kube.ResourceRequirements | None) -> tuple[dict[str
 
 def is_terminal(pod: kube.Pod) -> bool:
     """Succeeded and Failed pods hold no room: the scheduler's informer does not even list them."""
-    return pod.status.phase in _TERMINAL_PHASES
+    return pod.status.phase in TERMINAL_PHASES
 
 
 def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, shared: bool = True) -> model.Pod:
@@ -177,12 +178,7 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
         requests=share(requests),
         qos=qos,
         labels=share(meta.labels) if meta.labels else {},
-        node_name=name(spec.nodeName) or None,
-        nominated_node_name=name(status.nominatedNodeName) or None,
-        start_time=status.startTime.timestamp() if status.startTime else None,
         created=meta.creationTimestamp.timestamp() if meta.creationTimestamp else None,
-        terminating=meta.deletionTimestamp is not None,
-        preempted=any(_preempted(c) for c in status.conditions or ()),
         preemption_never=spec.preemptionPolicy == "Never",
         unmodelled=_unmodelled(spec),
         priority_class=name(spec.priorityClassName) or "",
@@ -192,7 +188,39 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
         placement=_placement(controller.kind or None if controller else None, spec, shared=shared),
         gated=bool(spec.schedulingGates),
         deletion_cost=deletion_cost((meta.annotations or {}).get(DELETION_COST)),
+        **_lifecycle(pod, name),
     )
+
+
+# What a pod's life changes while the rest of it stays: bound, nominated, started, its deletion
+# begun, marked for preemption; and its phase, which only says whether it is finished
+# (is_terminal). The live watch decodes only these when nothing else changed (pod_revised).
+LIFECYCLE_FIELDS = (
+    ("spec", "nodeName"),
+    ("status", "nominatedNodeName"),
+    ("status", "startTime"),
+    ("status", "conditions"),
+    ("status", "phase"),
+    ("metadata", "deletionTimestamp"),
+)
+
+
+def _lifecycle(pod: kube.Pod, name) -> dict[str, Any]:
+    """The record's fields that LIFECYCLE_FIELDS give, and nothing else does."""
+    spec, meta, status = pod.spec, pod.metadata, pod.status
+    return {
+        "node_name": name(spec.nodeName) or None,
+        "nominated_node_name": name(status.nominatedNodeName) or None,
+        "start_time": status.startTime.timestamp() if status.startTime else None,
+        "terminating": meta.deletionTimestamp is not None,
+        "preempted": any(preempted(c) for c in status.conditions or ()),
+    }
+
+
+def pod_revised(old: model.Pod, pod: kube.Pod) -> model.Pod:
+    """``old`` (a shared record, pod_record's) with the lifecycle fields of ``pod``, a pod whose
+    other fields are those ``old`` was made from."""
+    return dataclasses.replace(old, **_lifecycle(pod, _share_name))
 
 
 _INT32 = re.compile(r"-?(0|[1-9][0-9]*)")
@@ -207,7 +235,7 @@ def deletion_cost(value: str | None) -> int:
     return cost if -(2**31) <= cost < 2**31 else 0
 
 
-def _preempted(condition: Any) -> bool:
+def preempted(condition: Any) -> bool:
     """kube-scheduler's mark on a victim, set before it deletes the pod (upstream's preemption
     executor: DisruptionTarget, True, reason PreemptionByScheduler)."""
     return (

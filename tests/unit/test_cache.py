@@ -289,3 +289,25 @@ def test_a_malformed_discovery_document_means_not_served_never_a_crash(document)
     for kind in OPTIONAL:
         state, why = live._served(kind)
         assert state == NOT_SERVED, (state, why)
+
+
+def test_a_pod_update_reprieve_does_not_read_publishes_its_resource_version_and_no_view(fake):
+    for kind in (COSCHEDULING, VOLCANO, WORKLOAD):
+        fake.serve(kind, 404)
+    cluster, metrics = start(fake)
+    try:
+        pod = {"metadata": {"name": "web", "namespace": "shop", "uid": "u-web"}, "status": {"phase": "Pending"},
+               "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}}
+        fake.put("pods", pod)
+        view = wait_for("the pod in a view", lambda: (v := cluster.view()) is not None and "u-web" in v.pods and v, timeout=10)
+        events = lambda: metrics.registry.get_sample_value("reprieve_cache_events_total", {"kind": "pods"}) or 0  # noqa: E731
+        counted = events()
+        fake.put("pods", {**pod, "status": {"phase": "Running", "podIP": "10.0.0.7"}})  # a kubelet's update
+        rv = str(fake.rv)
+        wait_for("its resourceVersion published", lambda: cluster.resource_versions().get("pods") == rv, timeout=5)
+        assert cluster.view() is view
+        assert events() == counted + 1  # an event all the same
+        fake.put("pods", {**pod, "spec": {**pod["spec"], "nodeName": "n1"}})  # bound: a new view
+        assert wait_for("the bind", lambda: cluster.view().pods["u-web"].node_name == "n1", timeout=5)
+    finally:
+        cluster.stop()

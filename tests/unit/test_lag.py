@@ -83,3 +83,12 @@ def test_an_abandoned_delayed_watch_stops_counting_arrivals():
     release.set()
     time.sleep(0.2)
     assert len(arrivals) <= 2  # the first, and at most the one the reader was holding
+
+
+def test_an_event_that_changed_nothing_is_in_the_published_view_already():
+    now = [0.0]
+    lag = Lag(clock=lambda: now[0])
+    lag.arrived("pods")
+    lag.applied("pods", changed=False)
+    now[0] = 3.0
+    assert lag.seconds() == 0.0 and lag.publishing() is None

@@ -136,3 +136,40 @@ def test_a_required_kind_refused_keeps_retrying_out_of_sync():
     finally:
         stop.set()
         reflector.join(timeout=5)
+
+
+class Events:
+    """A watch that sends the given events and ends."""
+
+    def __init__(self, events: list[dict]) -> None:
+        self.events = events
+
+    def watch(self, path, params, *, read_timeout, on_connect):
+        on_connect()
+        return iter(self.events)
+
+
+def pod_event(kind: str, rv: str, **status) -> dict:
+    return {"type": kind, "object": {
+        "metadata": {"uid": "u1", "name": "a", "namespace": "default", "resourceVersion": rv},
+        "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}, "status": {"phase": "Pending", **status},
+    }}
+
+
+def test_an_event_that_changes_nothing_read_moves_the_resource_version_and_nothing_else():
+    now = [100.0]
+    lag, store, seen = Lag(clock=lambda: now[0]), Store(tuple(KINDS)), []
+    events = [pod_event("ADDED", "2"), pod_event("MODIFIED", "3", podIP="10.0.0.1", containerStatuses=[{"name": "c"}])]
+    reflector = Reflector(KINDS["pods"], api=Events(events[:1]), store=store, classes=dict, on_sync=lambda k, ok: None,
+                          on_event=lambda kind, what: seen.append(what), stop=threading.Event(), lag=lag)
+    reflector._watch("1")
+    generation, _, view = store.build_view()
+    lag.publishing()
+    reflector._api = Events(events[1:])
+    now[0] = 105.0
+    reflector._watch("2")
+    assert seen == ["event", "unchanged"]
+    assert store.generation == generation  # no new view is due
+    assert store.versions_at(generation) == {"pods": "3"}  # but it is as recent as the event
+    assert lag.seconds() == 0.0  # and the event is in it already
+    assert store.current("pods", "u1") is view.pods["u1"]

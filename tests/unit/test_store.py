@@ -30,6 +30,7 @@ pod_op = st.tuples(
             st.integers(0, 3),  # priority
             st.integers(1, 4),  # cpu
             st.sampled_from(APPS),  # app label
+            st.integers(0, 2),  # memory (GiB), none at 0: a resource only some pods of a priority ask for
         ),
     ),
 )
@@ -53,9 +54,9 @@ def record(kind, i, spec):
     if spec is None:
         return None
     if kind == "pods":
-        bound, nominated, priority, cpu, app = spec
+        bound, nominated, priority, cpu, app, mem = spec
         return pod(
-            f"p{i}", node=bound, nominated=None if bound else nominated, priority=priority, cpu=cpu, ns=pod_ns(i),
+            f"p{i}", node=bound, nominated=None if bound else nominated, priority=priority, cpu=cpu, mem=mem, ns=pod_ns(i),
             labels={"app": app}, gang={"a": (app, 2), "b": (app, None)}.get(app),  # b: its group object's minimum
         )
     if kind == "nodes":
@@ -80,6 +81,9 @@ def digest(view: ClusterView) -> dict:
     """What policy reads, with incidental order removed."""
     return {
         "nodes": {n: (i.node, sorted(p.uid for p in i.pods), i.requested, [i.requested_at_or_above(p) for p in range(5)]) for n, i in view.nodes.items()},
+        # NodeInfo as NodeInfo.build makes it: the pods in its order, its levels and sums (the
+        # store keeps them up to date rather than building them: _node_info).
+        "node_infos": dict(view.nodes),
         "pods": dict(view.pods),
         "nominated": {n: sorted(p.uid for p in ps) for n, ps in view.nominated.items() if ps},
         "budgets": {ns: sorted(b.key for b in bs) for ns, bs in view.budgets.items() if bs},
@@ -263,3 +267,23 @@ def test_a_group_objects_relist_or_loss_changes_only_the_minimums():
     store.forget(COSCHEDULING_GROUPS)
     third = store.build_view()[2]
     assert third.nodes is first.nodes and third.group_minimums == {}
+
+
+def test_views_stay_whole_through_many_deletions():
+    # The pod records' table is compacted when deletions pile up (Store._pods_copy): every view
+    # on the way has every pod left, on its node, in NodeInfo.build's order and sums.
+    store = Store(KINDS)
+    for kind in KINDS:
+        store.replace(kind, {}, "1")
+    store.replace("nodes", {n: node(n, cpu=64) for n in NODES}, "1")
+    pods = [pod(f"p{i}", node=NODES[i % 3], priority=i % 4, cpu=1 + i % 3, mem=i % 5 == 0, ns=pod_ns(i)) for i in range(90)]
+    for i, p in enumerate(pods):
+        store.apply("pods", p.uid, p, str(2 + i))
+    store.build_view()
+    for i, p in enumerate(pods[:80]):
+        store.apply("pods", p.uid, None, str(100 + i))
+        if i % 7 == 0 or i == 79:
+            view = store.build_view()[2]
+            full = ClusterView.build(nodes=store.get("nodes").values(), pods=store.get("pods").values())
+            assert dict(view.nodes) == dict(full.nodes) and view.pods == full.pods
+    assert len(view.pods) == 10

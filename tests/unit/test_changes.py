@@ -1,0 +1,268 @@
+"""The watch decodes only what changed (extender.live.changes.Decoder): after any sequence of
+events, the record it leaves for an object is the one decoding the object whole would give,
+and it refuses (no record, the same warning) exactly the objects decoding whole refuses."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from extender.live.changes import KINDS, UNCHANGED, Decoder, key_of, record_of
+from policy.gangs import ANNOTATIONS
+
+GANG = sorted(ANNOTATIONS)[0]
+from policy.model import PriorityClass
+
+POD = KINDS["pods"]
+STAMP = "2026-11-26T10:00:00Z"
+
+CLASSES = [
+    {},
+    {"high": PriorityClass("high", 1000, False, {}), "low": PriorityClass("low", 10, True, {})},
+    {"high": PriorityClass("high", 2000, False, {})},
+]
+
+
+def base_pod() -> dict:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "web-1", "namespace": "shop", "uid": "u-1", "resourceVersion": "1", "creationTimestamp": STAMP,
+            "labels": {"app": "web"}, "annotations": {"note": "x"},
+            "ownerReferences": [{"uid": "rs-1", "kind": "ReplicaSet", "controller": True}],
+            "managedFields": [{"manager": "kubelet", "fieldsV1": {"f:status": {}}}],
+        },
+        "spec": {
+            "priorityClassName": "high",
+            "containers": [{"name": "app", "image": "web:1", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}],
+            "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoExecute"}],
+            "schedulerName": "default-scheduler",
+        },
+        "status": {"phase": "Pending", "qosClass": "Burstable"},
+    }
+
+
+ABSENT = object()
+# (section, field) -> (values the projection accepts, values it refuses): fields of interest
+# and not.
+VALUES = {
+    # the lifecycle fields (translate.LIFECYCLE_FIELDS)
+    ("spec", "nodeName"): ([ABSENT, None, "n1", "n2", ""], [5, "n" * 300]),
+    ("status", "nominatedNodeName"): ([ABSENT, None, "n1", "n3"], [7]),
+    ("status", "startTime"): ([ABSENT, None, STAMP, "2026-11-26T11:00:00Z"], ["2026-11-26T10:00:00", "soon", 3]),
+    ("metadata", "deletionTimestamp"): ([ABSENT, None, STAMP, "2026-11-26T12:00:00+02:00"], ["later", []]),
+    ("status", "conditions"): (
+        [ABSENT, None, [], [{"type": "Ready", "status": "True"}], [{"type": "Ready", "status": "False"}],
+         [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}, {"type": "Ready", "status": "True"}],
+         [{"type": "DisruptionTarget", "status": "False", "reason": "PreemptionByScheduler"}], ["odd"]],
+        ["bad", {"type": "Ready"}, True],
+    ),
+    ("status", "phase"): ([ABSENT, None, "Pending", "Running", "Unknown", "Succeeded", "Failed"], [3, ["str", False]]),
+    # the rest of what the projection reads
+    ("status", "qosClass"): ([ABSENT, "Burstable", "Guaranteed"], ["Bogus"]),
+    ("metadata", "labels"): ([ABSENT, {"app": "web"}, {"app": "api"}, None], [{"app": 5}]),
+    ("metadata", "namespace"): ([ABSENT, "shop", "other"], [None, 5]),  # absent is "" (default), null is refused
+    ("metadata", "annotations"): (
+        [ABSENT, {"note": "y"}, {"note": 5}, {GANG: "group-a"}, {GANG: "g" * 300}], [{GANG: 5}, "bad"],
+    ),
+    ("metadata", "ownerReferences"): ([ABSENT, [{"uid": "rs-2", "kind": "ReplicaSet", "controller": True}]], [[{"uid": 5}]]),
+    ("spec", "priority"): ([ABSENT, None, 10, 100], ["x", 2**40]),
+    ("spec", "priorityClassName"): ([ABSENT, "high", "low", "gone"], []),
+    ("spec", "containers"): (
+        [[{"name": "app", "image": "web:1", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}],
+         [{"name": "app", "image": "web:2", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}],
+         [{"name": "app", "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}}],
+         [{"name": "app", "ports": [{"containerPort": 80, "hostPort": 8080}]}]],
+        [[{"name": "app", "resources": {"requests": {"cpu": "-1"}}}]],
+    ),
+    ("spec", "tolerations"): ([ABSENT, [], [{"key": "k", "operator": "Exists"}], [5]], []),
+    ("spec", "schedulingGates"): ([ABSENT, [], [{"name": "wait"}]], []),
+    # read by nothing: their changes are UNCHANGED
+    ("metadata", "resourceVersion"): (["2", "3", "4"], []),
+    ("metadata", "managedFields"): ([[], [{"manager": "kubelet"}]], []),
+    ("status", "containerStatuses"): ([ABSENT, [{"name": "app", "restartCount": 1}], [{"name": "app", "restartCount": 2}]], []),
+    ("status", "podIP"): ([ABSENT, "10.0.0.1"], []),
+    ("spec", "hostname"): ([ABSENT, "web-1"], []),  # not read, but in the spec digested whole
+}
+LIFECYCLE = [f for f in VALUES if f in POD.lifecycle]
+UNREAD = [("metadata", "resourceVersion"), ("metadata", "managedFields"), ("status", "containerStatuses"), ("status", "podIP")]
+SECTIONS = ["metadata", "spec", "status"]
+
+
+def field_change(fields) -> st.SearchStrategy:
+    return st.sampled_from(fields).flatmap(
+        lambda where: st.tuples(st.just("field"), st.just(where), st.integers(0, 5).flatmap(
+            lambda roll: st.sampled_from(VALUES[where][1] if roll == 0 and VALUES[where][1] else VALUES[where][0])
+        ))
+    )
+
+
+change = st.one_of(
+    field_change(LIFECYCLE),  # as often as all the rest together: they are what a pod's life changes
+    field_change(sorted(VALUES, key=str)),
+    st.tuples(st.just("section"), st.sampled_from(SECTIONS), st.sampled_from([ABSENT, None, "bad"])),
+)
+event = st.one_of(
+    st.tuples(st.just("MODIFIED"), st.lists(field_change(LIFECYCLE), min_size=1, max_size=1)),  # a bind, a start, ...
+    st.tuples(st.just("MODIFIED"), st.lists(field_change(UNREAD), min_size=1, max_size=2)),  # a kubelet's update
+    st.tuples(st.just("MODIFIED"), st.lists(change, min_size=1, max_size=3)),
+    st.tuples(st.just("DELETED"), st.just([])),
+    st.tuples(st.just("ADDED"), st.lists(change, max_size=2)),
+    st.tuples(st.just("classes"), st.integers(0, len(CLASSES) - 1)),
+)
+
+
+def changed(raw: dict, changes: list) -> dict:
+    raw = copy.deepcopy(raw)
+    for what, where, value in changes:
+        if what == "section":
+            if value is ABSENT:
+                raw.pop(where, None)
+            else:
+                raw[where] = value
+            continue
+        section, name = where
+        picked = value
+        if not isinstance(raw.get(section), dict):
+            raw[section] = {}
+        if picked is ABSENT:
+            raw[section].pop(name, None)
+        else:
+            raw[section][name] = copy.deepcopy(picked)
+    return raw
+
+
+class Refusals(logging.Handler):
+    """The changes module's warnings, taken as they come."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+    def __call__(self) -> list[str]:
+        taken, self.messages = self.messages, []
+        return taken
+
+    def __enter__(self) -> "Refusals":
+        logging.getLogger("extender.live.changes").addHandler(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        logging.getLogger("extender.live.changes").removeHandler(self)
+
+
+def modified(*changes) -> tuple:
+    return ("MODIFIED", [("field", where, value) for where, value in changes])
+
+
+@settings(max_examples=400, deadline=None)
+@given(events=st.lists(event, min_size=1, max_size=25))
+# Absent, the namespace is "" (accepted); null, it is refused: the two are told apart.
+@example(events=[modified((("metadata", "namespace"), ABSENT)), modified((("metadata", "namespace"), None))])
+# Only the preemption mark changes: a lifecycle field read in part.
+@example(events=[modified((("status", "conditions"), [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]))])
+# Finished: the record goes, though nothing else changed.
+@example(events=[modified((("spec", "nodeName"), "n1")), modified((("status", "phase"), "Succeeded"))])
+def test_the_decoder_leaves_the_record_decoding_whole_gives(events):
+    with Refusals() as refusals:
+        replay(events, refusals)
+
+
+def replay(events: list, refusals: Refusals) -> None:
+    decoder = Decoder(POD)
+    classes = CLASSES[1]
+    raw = base_pod()
+    applied: dict[str, object] = {}  # what the store would hold
+    listed = decoder.list([([raw], classes)])
+    applied.update(listed)
+    assert listed == {"u-1": record_of(POD, raw, classes)}
+    refusals()
+    for kind, arg in events:
+        if kind == "classes":
+            classes = dict(CLASSES[arg])  # a new mapping, as the store makes one
+            continue
+        raw = changed(raw, arg)
+        if not isinstance(raw.get("metadata"), dict):
+            raw["metadata"] = {}
+        for name, value in (("uid", "u-1"), ("name", "web-1")):  # the API server's
+            raw["metadata"].setdefault(name, value)
+        key = key_of(POD, raw)
+        before = applied.get(key)
+        got_key, record = decoder.event({"type": kind, "object": raw}, classes, applied.get)
+        decoded = refusals()
+        assert got_key == key
+        if kind == "DELETED":
+            expected, whole = None, []
+        else:
+            expected = record_of(POD, raw, classes)
+            whole = refusals()
+        if record is UNCHANGED:
+            assert before == expected
+        elif record is None:
+            applied.pop(key, None)
+        else:
+            applied[key] = record
+        assert applied.get(key) == expected
+        assert decoded == whole  # refused exactly when, and as, decoding whole refuses
+
+
+def test_an_event_that_changes_no_field_of_interest_is_unchanged_without_validation(monkeypatch):
+    decoder, classes = Decoder(POD), CLASSES[1]
+    raw = base_pod()
+    applied = decoder.list([([raw], classes)])
+    calls = []
+    monkeypatch.setattr(POD.model, "model_validate", lambda *a, **k: calls.append(a) or pytest.fail("validated"))
+    status = changed(raw, [("field", ("status", "containerStatuses"), [{"name": "app", "restartCount": 1}]),
+                           ("field", ("metadata", "resourceVersion"), "2"), ("field", ("status", "podIP"), "10.0.0.1"),
+                           ("field", ("status", "phase"), "Running"), ("field", ("status", "conditions"), [{"type": "Ready"}])])
+    assert decoder.event({"type": "MODIFIED", "object": status}, classes, applied.get) == ("u-1", UNCHANGED)
+    assert calls == []
+
+
+def test_a_bind_is_revised_from_the_lifecycle_fields_alone(monkeypatch):
+    decoder, classes = Decoder(POD), CLASSES[1]
+    raw = base_pod()
+    applied = decoder.list([([raw], classes)])
+    whole = []
+    monkeypatch.setattr("extender.live.changes.record_of", lambda *a: whole.append(a) or pytest.fail("decoded whole"))
+    bound = changed(raw, [("field", ("spec", "nodeName"), "n1"), ("field", ("status", "conditions"), [{"type": "PodScheduled"}])])
+    key, record = decoder.event({"type": "MODIFIED", "object": bound}, classes, applied.get)
+    assert record == dataclasses.replace(applied[key], node_name="n1")
+    assert whole == []
+
+
+@pytest.mark.parametrize(
+    "kind, obj, change, unchanged",
+    [
+        pytest.param("nodes", {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}, "conditions": []}},
+                     ("status", "conditions", [{"type": "Ready", "lastHeartbeatTime": STAMP}]), True, id="node-heartbeat"),
+        pytest.param("nodes", {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4"}}},
+                     ("status", "allocatable", {"cpu": "8"}), False, id="node-allocatable"),
+        pytest.param("nodes", {"metadata": {"name": "n1"}, "spec": {}, "status": {"allocatable": {"cpu": "4"}}},
+                     ("spec", "taints", [{"key": "k", "effect": "NoSchedule"}]), False, id="node-taint"),
+        pytest.param("poddisruptionbudgets", {"metadata": {"name": "b", "namespace": "ns"}, "status": {"disruptionsAllowed": 1}},
+                     ("status", "currentHealthy", 3), True, id="pdb-counts"),
+        pytest.param("poddisruptionbudgets", {"metadata": {"name": "b", "namespace": "ns"}, "status": {"disruptionsAllowed": 1}},
+                     ("status", "disruptionsAllowed", 0), False, id="pdb-allowance"),
+        pytest.param("poddisruptionbudgets", {"metadata": {"name": "b", "namespace": "ns"}, "status": {"disruptionsAllowed": 1}},
+                     ("status", "disruptionsAllowed", None), None, id="pdb-refused"),
+    ],
+)
+def test_other_kinds_skip_what_their_projection_does_not_read(kind, obj, change, unchanged):
+    decoder = Decoder(KINDS[kind])
+    applied = decoder.list([([obj], {})])
+    section, name, value = change
+    new = copy.deepcopy(obj)
+    new.setdefault(section, {})[name] = value
+    key, record = decoder.event({"type": "MODIFIED", "object": new}, {}, applied.get)
+    assert (record is UNCHANGED) == bool(unchanged)
+    assert (record if record is not UNCHANGED else applied[key]) == record_of(KINDS[kind], new, {})
