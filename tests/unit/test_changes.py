@@ -13,6 +13,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from extender.live.changes import KINDS, UNCHANGED, Decoder, key_of, record_of
+from policy.criteria.deletion_cost import ANNOTATION as COST
 from policy.gangs import ANNOTATIONS
 
 GANG = sorted(ANNOTATIONS)[0]
@@ -69,7 +70,8 @@ VALUES = {
     ("metadata", "labels"): ([ABSENT, {"app": "web"}, {"app": "api"}, None], [{"app": 5}]),
     ("metadata", "namespace"): ([ABSENT, "shop", "other"], [None, 5]),  # absent is "" (default), null is refused
     ("metadata", "annotations"): (
-        [ABSENT, {"note": "y"}, {"note": 5}, {GANG: "group-a"}, {GANG: "g" * 300}], [{GANG: 5}, "bad"],
+        [ABSENT, {"note": "y"}, {"note": 5}, {GANG: "group-a"}, {GANG: "g" * 300}, {COST: "5"}, {COST: "-3"}, {COST: "+1"}],
+        [{GANG: 5}, "bad"],
     ),
     ("metadata", "ownerReferences"): ([ABSENT, [{"uid": "rs-2", "kind": "ReplicaSet", "controller": True}]], [[{"uid": 5}]]),
     ("spec", "priority"): ([ABSENT, None, 10, 100], ["x", 2**40]),
