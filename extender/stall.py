@@ -1,7 +1,7 @@
 """Whether this process has just been stopped or starved, so that its view may miss what the
 scheduler did meanwhile.
 
-A stopped reprieve (SIGSTOP, a paused VM, a CPU starved for seconds) misses its calls: the
+A stopped reprieve (SIGSTOP, or a CPU starved for seconds) misses its calls: the
 scheduler goes on without it (``ignorable: true``), preempting as stock does, and when reprieve
 runs again its view does not show those preemptions yet (their events wait in its watch
 streams' sockets) while the scheduler's does: a victim reprieve then named could be one the
@@ -12,7 +12,8 @@ scheduler's own (tests/e2e/test_faults.py; docs/upstream-semantics.md).
 
 A ticker thread notes the time every ``tick``; a gap of more than ``gap`` is a stall, and the
 ``settle`` seconds after it are "recent". A request served before the ticker has run again
-sees the gap itself (the last tick is old), so no request after a stall slips through.
+sees the gap itself (the last tick is old); a decision made across a stall is checked again
+before it is answered or recorded (extender.serving.verbs.preempt).
 """
 
 from __future__ import annotations

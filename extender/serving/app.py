@@ -73,7 +73,8 @@ def create_app(
             code = 200
             try:
                 view = None if stall is not None and stall.recent() else cluster.view()
-                return code, handler(body, Context(view, metrics, log, standings, ledger, settings.mode, started, events, order))
+                context = Context(view, metrics, log, standings, ledger, settings.mode, started, events, order, stall)
+                return code, handler(body, context)
             except (BadRequest, Unanswerable) as exc:
                 code = exc.status
                 return code, wire.error_body(f"{verb}: {exc}")

@@ -223,12 +223,13 @@ def pod_revised(old: model.Pod, pod: kube.Pod) -> model.Pod:
     return dataclasses.replace(old, **_lifecycle(pod, _share_name))
 
 
-_INT32 = re.compile(r"-?(0|[1-9][0-9]*)")
+_INT32 = re.compile(r"-[0-9]+|0|[1-9][0-9]*")
 
 
 def deletion_cost(value: str | None) -> int:
-    """``controller.kubernetes.io/pod-deletion-cost`` as the ReplicaSet controller reads it: an
-    int32 written without a sign or leading zeros; anything else (or nothing) is 0."""
+    """``controller.kubernetes.io/pod-deletion-cost`` as the ReplicaSet controller reads it
+    (validFirstDigit, then ParseInt): an int32, with no plus sign and no leading zero unless it
+    starts with a minus; anything else (or nothing) is 0."""
     if value is None or not _INT32.fullmatch(value):
         return 0
     cost = int(value)

@@ -1,5 +1,5 @@
-"""Lowest pod-deletion-cost among the victims: the most a victim's owner says losing it costs
-(``controller.kubernetes.io/pod-deletion-cost``, which the ReplicaSet controller reads to choose
+"""Fewest costly victims: the highest pod-deletion-cost among them, lower first. The cost is
+what a victim's owner says losing it costs (``controller.kubernetes.io/pod-deletion-cost``, which the ReplicaSet controller reads to choose
 whom to remove at scale-down: lower goes first). An explicit signal, so it ranks before the start
 of the most important victims (upstream's inferred "youngest work" tie-breaker); only between sets
 alike on everything before it, the number of victims included, as the controller uses it only

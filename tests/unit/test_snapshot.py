@@ -74,6 +74,7 @@ def test_multi_document_yaml_and_json(tmp_path):
         # Read as the ReplicaSet controller reads it: anything but an int32 without a sign or
         # leading zeros is 0.
         ("+10", 0), ("008", 0), ("2147483648", 0), ("1.5", 0), ("", 0), (None, 0),
+        ("-007", -7),  # upstream checks the first character only: a minus, then ParseInt
     ],
 )
 def test_the_pod_deletion_cost_annotation(tmp_path, value, cost):

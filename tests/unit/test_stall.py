@@ -71,3 +71,28 @@ def test_preempt_just_after_a_stall_gives_the_schedulers_own_answer_and_records_
         else:
             assert list(uids) == ["node-a"]
             assert len(ledger.in_flight(example_view)) == 1
+
+
+class StoppedWhileDeciding(Stall):
+    """Not stalled when the request starts; stalled by the time the decision is made."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = 0
+
+    def recent(self) -> bool:
+        self.asked += 1
+        return self.asked > 1
+
+
+def test_a_decision_made_across_a_stall_is_not_answered_or_recorded(example_view):
+    body = (ROOT / "examples" / "requests" / "preempt.json").read_bytes()
+    proposed = json.loads(body)["NodeNameToMetaVictims"]
+    ledger = Ledger()
+    events = Witness(Discard(), StaticCluster(None), ledger, mode=Mode.ENFORCE, events=Events.ON)
+    app = create_app(Settings(), cluster=StaticCluster(example_view), events=events, stall=StoppedWhileDeciding())
+    answer = app.test_client().post("/preempt", data=body).get_json()["NodeNameToMetaVictims"]
+    assert {n: [v["UID"] for v in m["Pods"]] for n, m in answer.items()} == {
+        n: [v["UID"] for v in m["Pods"]] for n, m in proposed.items()
+    }
+    assert not ledger.in_flight(example_view)

@@ -622,3 +622,13 @@ def test_a_pod_short_only_of_a_pod_slot_claims_nothing_from_other_queues():
     result = select(SIBLINGS, running, pod("p1", ns="prod", cpu=1, priority=1), nodes=[node("n1", cpu=8, pods=2)])
     assert isinstance(result, NodeRejected)
     assert "queue prod is not below its share in pods, which the pod is short of on n1 (no share of pods)" in result.reason
+
+
+def test_count_holds_room_as_holds_room_says():
+    # tally.count writes holds_room out for speed: the two must agree on every kind of pod.
+    from policy.tenancy import tally
+
+    for p in (pod("b", node="n1", cpu=1), pod("n", nominated="n1", cpu=1), pod("w", cpu=1)):
+        usage, waiting = tally.Tally(dict), tally.Tally(dict)
+        tally.count(usage, waiting, "q", p)
+        assert bool(usage["q"]) == tally.holds_room(p) != bool(waiting["q"])

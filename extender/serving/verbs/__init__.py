@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from extender.config import Mode
+from extender.stall import Stall
 from extender.serving.logs import event
 from extender.metrics import NOT_READY, Metrics
 from extender.state.ledger import Ledger
@@ -38,6 +39,12 @@ class Context:
     started: float = field(default_factory=time.perf_counter)
     events: Witness | None = None  # preempt answers to record Events about (extender.events)
     order: ranking.Order = ranking.DEFAULT  # the ranking's order (the --policy file's)
+    stall: Stall | None = None  # extender.stall: was the process just stopped or starved?
+
+    def stalled(self) -> bool:
+        """The process was stopped or starved just now (a decision made before may rest on a
+        view that misses what the scheduler did meanwhile: extender.stall)."""
+        return self.stall is not None and self.stall.recent()
 
     @property
     def shadow(self) -> bool:

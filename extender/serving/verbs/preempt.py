@@ -33,6 +33,8 @@ def handle(body: bytes, ctx: Context) -> bytes:
         now=time.time(),
         order=ctx.order,
     )
+    if ctx.stalled():  # stopped while deciding: the view may miss what the scheduler did meanwhile
+        return ctx.not_ready("preempt", lambda: _answer(proposals))
     if not ctx.shadow:  # in shadow mode the scheduler evicts its own victims: nothing is in flight
         if decision.answer:
             (node,) = decision.answer
