@@ -1,7 +1,7 @@
 """Initial sync, memory and watch throughput of the live cache (extender.live) at scale.
 
     python bench/cache.py [--pods 150000] [--nodes 5000] [--pdbs 300] [--events 50000]
-                          [--life-pods 4000] [--baseline REV] [--no-tracemalloc]
+                          [--life-pods 4000] [--baseline REV] [--no-tracemalloc] [--profile]
 
 A real API server plus etcd holding 150,000 pods does not fit a 2-core CI machine, so this
 replays recorded-shape LIST and WATCH bodies instead: a subprocess generates v1 Pods (~4-5 KB
@@ -591,6 +591,89 @@ def _digest(view) -> dict:
     }
 
 
+class _Profile:
+    """--profile: per phase (the initial sync, the burst, the lives), each thread's CPU seconds
+    and the collector's seconds per generation; over the burst and the lives, cProfile in the
+    pod reflector and the publisher. Printed to stderr."""
+
+    def __init__(self) -> None:
+        import cProfile
+        import threading
+
+        from extender.live import cache, reflector
+
+        self.current: str | None = "sync"
+        self.gc: dict[str, dict[int, float]] = {}
+        self.cpu: dict[str, dict[str, float]] = {}
+        self.profiles: dict[str, dict[str, cProfile.Profile]] = {}
+        self._started: float | None = None
+        self._cpu0 = self._threads()
+        gc.callbacks.append(self._collected)
+        handle, publish, profile = reflector.Reflector._handle, cache.LiveCluster._publish_once, self
+
+        def profiled(thread: str, work, *a):
+            phase = profile.current
+            if phase in (None, "sync"):
+                return work(*a)
+            prof = profile.profiles.setdefault(phase, {}).setdefault(thread, cProfile.Profile())
+            prof.enable()
+            try:
+                return work(*a)
+            finally:
+                prof.disable()
+
+        reflector.Reflector._handle = lambda self, *a: (
+            profiled("pod reflector (_handle)", handle, self, *a) if self.kind.name == "pods" else handle(self, *a)
+        )
+        cache.LiveCluster._publish_once = lambda self: profiled("publisher", publish, self)
+        self._lock = threading.Lock()
+
+    def _collected(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        elif self._started is not None and self.current is not None:
+            spent = self.gc.setdefault(self.current, {})
+            spent[info["generation"]] = spent.get(info["generation"], 0.0) + time.perf_counter() - self._started
+
+    @staticmethod
+    def _threads() -> dict[str, float]:
+        import threading
+
+        out = {}
+        for thread in threading.enumerate():
+            try:
+                with open(f"/proc/self/task/{thread.native_id}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            out[thread.name] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return out
+
+    def phase(self, name: str | None) -> None:
+        now = self._threads()
+        if self.current is not None:
+            self.cpu[self.current] = {k: v - self._cpu0.get(k, 0.0) for k, v in now.items() if v - self._cpu0.get(k, 0.0) >= 0.01}
+        self.current, self._cpu0 = name, now
+
+    def report(self, out: dict) -> None:
+        import io
+        import pstats
+
+        def say(text: str = "") -> None:
+            sys.stderr.write(text + "\n")
+
+        for phase in ("sync", "burst", "lives"):
+            say(f"== {phase}: CPU seconds per thread {json.dumps({k: round(v, 2) for k, v in self.cpu.get(phase, {}).items()})}; "
+                f"collector seconds per generation {json.dumps({g: round(v, 2) for g, v in sorted(self.gc.get(phase, {}).items())})}")
+        say(f"== burst: {out['events']} events; lives: {2 * out['life_pods']} pods, {10 * out['life_pods']} events")
+        for phase, threads in self.profiles.items():
+            for thread, prof in threads.items():
+                text = io.StringIO()
+                pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(20)
+                say(f"== {phase}, {thread}, cProfile by own time")
+                say("\n".join(line for line in text.getvalue().splitlines() if line.strip())[:6000])
+
+
 def measure(args: argparse.Namespace) -> None:
     import logging
     import tracemalloc
@@ -603,6 +686,7 @@ def measure(args: argparse.Namespace) -> None:
     from policy.view import ClusterView
 
     logging.basicConfig(level=logging.WARNING)
+    profile = _Profile() if args.profile else None
     _post(args.port, "/_bench/reset")
     config = kubernetes.client.Configuration()
     config.host = f"http://127.0.0.1:{args.port}"
@@ -633,6 +717,8 @@ def measure(args: argparse.Namespace) -> None:
     out["rss_bytes"] = _rss() - base_rss
     store = cluster._store
     publish0 = _hist(metrics, "reprieve_cache_publish_seconds")
+    if profile:
+        profile.phase("burst")
     last = _post(args.port, "/_bench/burst")["last"]
     cpu0, t0 = time.process_time(), time.perf_counter()
     applied = published = None
@@ -650,6 +736,8 @@ def measure(args: argparse.Namespace) -> None:
     out["publish_mean_s"] = (publish1[0] - publish0[0]) / max(1.0, out["publishes"])
     # Scheduled pods' lives, one segment after the other: CPU per pod and per event.
     for _ in range(2):
+        if profile:
+            profile.phase("lives")
         segment = _post(args.port, "/_bench/next")
         cpu0, t0 = time.process_time(), time.perf_counter()
         while store._versions.get("pods") != segment["last"] and time.perf_counter() - t0 < 600:
@@ -659,6 +747,9 @@ def measure(args: argparse.Namespace) -> None:
         while cluster.resource_versions().get("pods") != segment["last"] and time.perf_counter() - t0 < 600:
             time.sleep(0.002)
     out["life_pods"] = args.life_pods
+    if profile:
+        profile.phase(None)
+        profile.report(out)
     cluster.stop()
     time.sleep(0.2)
     view = cluster._view
@@ -676,7 +767,7 @@ def measure(args: argparse.Namespace) -> None:
 # Driver
 
 
-def _child(tree: Path, port: int, args: argparse.Namespace, *extra: str) -> dict:
+def _child(tree: Path, port: int, args: argparse.Namespace, *extra: str, report: bool = False) -> dict:
     env = {**os.environ, "REPRIEVE_TREE": str(tree), "PYTHONHASHSEED": "0"}
     cmd = [sys.executable, str(HERE), "--measure", "--port", str(port), "--events", str(args.events), "--life-pods", str(args.life_pods),
            "--publish-interval", str(args.publish_interval), *extra]
@@ -685,7 +776,7 @@ def _child(tree: Path, port: int, args: argparse.Namespace, *extra: str) -> dict
         sys.stderr.write(result.stderr)
         raise SystemExit(f"measurement failed in {tree}")
     if result.stderr.strip():
-        sys.stderr.write(result.stderr[-2000:])
+        sys.stderr.write(result.stderr if report else result.stderr[-2000:])
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -700,6 +791,8 @@ def main() -> None:
     parser.add_argument("--baseline", help="git revision to compare against (run from its `git archive`)")
     parser.add_argument("--rounds", type=int, default=1, help="measurements per tree (interleaved)")
     parser.add_argument("--no-tracemalloc", dest="tracemalloc_child", action="store_false")
+    parser.add_argument("--profile", action="store_true",
+                        help="one profiled measurement of the working tree instead of the table (stderr)")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--tracemalloc", action="store_true", help=argparse.SUPPRESS)
@@ -730,6 +823,9 @@ def main() -> None:
         port = info["port"]
         results: dict[str, list[dict]] = {label: [] for label, _ in trees}
         traced: dict[str, list[dict]] = {label: [] for label, _ in trees}
+        if args.profile:
+            _child(root, port, args, "--profile", report=True)
+            return
         for _ in range(args.rounds):
             for label, tree in trees:
                 results[label].append(_child(tree, port, args))

@@ -1,7 +1,7 @@
 """In-process latency of each verb on a large synthetic cluster, beside the floor.
 
     python bench/verbs.py [--nodes 500] [--pods 10000] [--candidates 100] [--rounds 300]
-                          [--baseline REV]
+                          [--baseline REV] [--profile]
 
 Builds a snapshot-sized cluster (nodes of 32 cpu / 128Gi, pods of mixed priority, QoS and
 PDB coverage, some nominated pods), then times complete requests through the Flask app
@@ -207,6 +207,26 @@ def measure(args: argparse.Namespace) -> dict:
     }
 
 
+def profile(args: argparse.Namespace) -> None:
+    """--profile: ``--rounds`` filter and prioritize requests over every node (the same pod each
+    time, after 5 unmeasured ones), each verb under cProfile, by own time."""
+    import cProfile
+    import pstats
+
+    view = from_documents(cluster(args.nodes, args.pods, random.Random(7)), source="bench")
+    client = create_app(Settings(), cluster=StaticCluster(view)).test_client()
+    gc.freeze()
+    body = orjson.dumps({"Pod": preemptor("2"), "Nodes": None, "NodeNames": sorted(view.nodes)})
+    for path in ("/filter", "/prioritize"):
+        timed(client, path, body, 5)
+        prof = cProfile.Profile()
+        prof.enable()
+        samples = timed(client, path, body, args.rounds)
+        prof.disable()
+        print(f"== {path}, {len(view.nodes)} names, {args.rounds} requests, p50 {stats(samples)['p50']:.2f} ms profiled")
+        pstats.Stats(prof).sort_stats("tottime").print_stats(15)
+
+
 def _repeat(work, rounds: int) -> list[float]:
     samples = []
     for _ in range(rounds):
@@ -264,10 +284,14 @@ def main() -> None:
     parser.add_argument("--freeze", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--baseline", help="git revision to compare against (run from its `git archive`)")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--profile", action="store_true",
+                        help="cProfile of filter and prioritize over every node (the working tree), instead of the table")
     args = parser.parse_args()
     if args.json:
         print(json.dumps(measure(args)))
         return
+    if args.profile:
+        return profile(args)
     if not args.baseline:
         after = measure(args)
         print(after["setup"])

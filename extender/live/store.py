@@ -49,10 +49,11 @@ class Store:
         # Indexes over the records (pods by UID, budgets by namespace/name).
         self._order = itertools.count()
         self._seq: dict[str, int] = {}  # pod UID -> its position in the pod records (store order)
-        # node name -> _placed(pod) for each pod bound there, in NodeInfo's order (_node_info)
+        # node name -> _placed(pod) for each pod bound there, in NodeInfo's order (_node_info);
+        # the pods themselves are the records
         self._bound: dict[str, list[_Placed]] = {}
-        # node name -> priority -> [pods there of that priority, {resource: [their requests, pods asking]}]
-        self._levels: dict[str, dict[int, list]] = {}
+        # node name -> priority -> (pods there of that priority, {resource: (their requests, pods asking)})
+        self._levels: dict[str, dict[int, tuple]] = {}
         self._nominated: dict[str, dict[str, Pod]] = {}  # node name -> UID -> pending pod nominated there
         self._in_namespace: dict[str, dict[str, Pod]] = {}  # namespace -> UID -> pod
         self._ns_budgets: dict[str, dict[str, DisruptionBudget]] = {}  # namespace -> key -> budget
@@ -224,8 +225,9 @@ class Store:
         uid = pod.uid
         if pod.node_name is not None:
             placed = self._bound[pod.node_name]
-            at = bisect.bisect_left(placed, _placed(pod))  # the entry itself: UIDs are unique
-            assert placed[at][2] == uid, f"{pod.key} is not where its node's order puts it"
+            entry = _placed(pod)
+            at = bisect.bisect_left(placed, entry)
+            assert placed[at] == entry, f"{pod.key} is not where its node's order puts it"
             del placed[at]
             if not placed:
                 del self._bound[pod.node_name]
@@ -360,7 +362,7 @@ class Store:
     def _full(self) -> ClusterView:
         bound = self._bound
         return ClusterView(
-            nodes={name: _node_info(node, bound.get(name), self._levels.get(name)) for name, node in self._records[NODES].items()},
+            nodes={name: _node_info(node, bound.get(name), self._levels.get(name), self._records[PODS]) for name, node in self._records[NODES].items()},
             pods=self._pods_copy(),
             nominated={name: self._by_seq(pods) for name, pods in self._nominated.items() if pods},
             budgets=self._budgets_by_namespace(),
@@ -381,7 +383,7 @@ class Store:
                 if node is None:
                     nodes.pop(name, None)
                 else:
-                    nodes[name] = _node_info(node, self._bound.get(name), self._levels.get(name))
+                    nodes[name] = _node_info(node, self._bound.get(name), self._levels.get(name), self._records[PODS])
         nominated = self._refreshed(prev.nominated, self._dirty_nominated, self._nominated)
         members = self._refreshed(prev.budget_members, self._dirty_members, self._members)
         dirty = self._dirty_kinds
@@ -404,40 +406,41 @@ class Store:
 # A pod bound to a node, as the store keeps it there: NodeInfo.build's sort key (priority
 # descending, then namespace/name), made once when the pod is indexed, then its UID (between two
 # pods of one key, a pod re-created under its name while the old one still shows, build keeps
-# the order it is given them in; here the UID's, which means no less), then the pod.
-_Placed = tuple[int, str, str, Pod]
+# the order it is given them in; here the UID's, which means no less). Plain values only: the
+# collector stops tracking such tuples, and a full collection walks every tracked object (at
+# 150,000 pods, most of an initial sync's time).
+_Placed = tuple[int, str, str]
 
 
 def _placed(pod: Pod) -> _Placed:
-    return (-pod.priority, pod.key, pod.uid, pod)
+    return (-pod.priority, pod.key, pod.uid)
 
 
-def _count(levels: dict[int, list], pod: Pod, sign: int) -> dict[int, list]:
+def _count(levels: dict[int, tuple], pod: Pod, sign: int) -> dict[int, tuple]:
     """Add ``pod`` (sign 1) to or take it (-1) from a node's ``levels``: per priority, how many
     pods of it are there, and per resource the sum of their requests and how many ask for it (a
-    resource none asks for any more leaves the sums, as it would build's)."""
-    level = levels.get(pod.priority)
-    if level is None:
-        level = levels[pod.priority] = [0, {}]
-    level[0] += sign
-    sums = level[1]
+    resource none asks for any more leaves the sums, as it would build's). Tuples of plain
+    values, replaced rather than changed, which the collector stops tracking (_Placed)."""
+    count, sums = levels.get(pod.priority, (0, None))
+    if sums is None:
+        sums = {}
     for name, value in pod.requests.items():
-        found = sums.get(name)
-        if found is None:
-            sums[name] = [value, 1]
-            continue
-        found[0] += sign * value
-        found[1] += sign
-        if not found[1]:
+        total, asking = sums.get(name, (0, 0))
+        if asking + sign:
+            sums[name] = (total + sign * value, asking + sign)
+        else:
             del sums[name]
-    if not level[0]:
+    if count + sign:
+        levels[pod.priority] = (count + sign, sums)
+    else:
         del levels[pod.priority]
     return levels
 
 
-def _node_info(node: Node, placed: list[_Placed] | None, levels: dict[int, list] | None) -> NodeInfo:
+def _node_info(node: Node, placed: list[_Placed] | None, levels: dict[int, tuple] | None, pods: dict[str, Pod]) -> NodeInfo:
     """NodeInfo.build(node, pods) from what the store keeps up to date as pods come and go: the
-    pods ``placed`` on the node in build's order, and their ``levels`` (_count). A changed node
+    pods ``placed`` on the node in build's order (their records in ``pods``, by UID), and their
+    ``levels`` (_count). A changed node
     costs no sort and no walk over its pods when a view is built. The sums are build's: per
     distinct priority, highest first, what the pods of that priority or more request (equal as
     mappings; tests/unit/test_store.py holds the two equal)."""
@@ -452,7 +455,7 @@ def _node_info(node: Node, placed: list[_Placed] | None, levels: dict[int, list]
         priorities.append(-priority)
         sums.append(dict(running))
     return NodeInfo(
-        node=node, pods=tuple([entry[3] for entry in placed]), requested=sums[-1], _levels=tuple(priorities), _sums=tuple(sums)
+        node=node, pods=tuple([pods[entry[2]] for entry in placed]), requested=sums[-1], _levels=tuple(priorities), _sums=tuple(sums)
     )
 
 
