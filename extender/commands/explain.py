@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pydantic
 import yaml
 
 from extender.commands import explain_table
@@ -114,13 +113,7 @@ def _pod_from_file(view: ClusterView, where: str, path: Path) -> Pod:
     if obj.get("kind", "Pod") != "Pod":
         raise ConfigError(f"--pod {path}: kind is {obj.get('kind')!r}, expected Pod")
     # Written by hand: checked as the API server would (unknown fields, extended resources).
-    problems = handwritten.pod_problems(obj)
-    if problems:
-        raise ConfigError(f"--pod {path}: {handwritten.describe(problems)}")
-    try:
-        parsed = kube.Pod.model_validate(obj)
-    except pydantic.ValidationError as exc:
-        raise ConfigError(f"--pod {path}: {kube.describe_validation(exc)}") from None
+    parsed = handwritten.parse_pod(obj, f"--pod {path}")
     return _preemptor(view, where, parsed, f"--pod {path}")
 
 

@@ -23,11 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
-import pydantic
 import yaml
 
 from extender.errors import ConfigError
-from extender.state import handwritten, kube, translate
+from extender.state import handwritten, translate
 from policy import scheduling_queue
 from policy.model import Pod
 from policy.view import ClusterView
@@ -120,13 +119,7 @@ def _objects(path: Path) -> Iterator[tuple[str, object]]:
 def _pod(view: ClusterView, where: str, obj: dict) -> tuple[Pod, str]:
     """The Pod's record, and why the scheduler would not queue it ('' if it would). Every Pod of
     the file is first checked as the API server would check it (extender.state.handwritten)."""
-    problems = handwritten.pod_problems(obj)
-    if problems:
-        raise ConfigError(f"{where}: {handwritten.describe(problems)}")
-    try:
-        parsed = kube.Pod.model_validate(obj)
-    except pydantic.ValidationError as exc:
-        raise ConfigError(f"{where}: {kube.describe_validation(exc)}") from None
+    parsed = handwritten.parse_pod(obj, where)
     name = parsed.metadata.name
     if not name:
         raise ConfigError(f"{where}: metadata.name: required")

@@ -30,6 +30,7 @@ from decimal import Decimal
 
 import pydantic
 
+from extender.errors import ConfigError
 from extender.state import kube
 from policy.quantity import QuantityError, parse_quantity
 
@@ -66,6 +67,18 @@ def pod_problems(obj: Mapping) -> list[str]:
                 if isinstance(resources, Mapping):
                     problems += _resource_problems(resources, f"spec.{group}.{i}.resources")
     return problems
+
+
+def parse_pod(obj: Mapping, where: str) -> kube.Pod:
+    """A hand-written Pod checked as the API server would check it (pod_problems), then read;
+    ConfigError naming ``where`` and what is wrong otherwise."""
+    problems = pod_problems(obj)
+    if problems:
+        raise ConfigError(f"{where}: {describe(problems)}")
+    try:
+        return kube.Pod.model_validate(obj)
+    except pydantic.ValidationError as exc:
+        raise ConfigError(f"{where}: {kube.describe_validation(exc)}") from None
 
 
 def model_problems(obj: object, model: type[pydantic.BaseModel]) -> list[str]:
