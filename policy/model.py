@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from policy.gangs import GangMark
+from policy.jobs import JobIndex
 from policy.labels import Selector
 from policy.placement import BARE, Placement, Taint
 from policy.qos import QoS
@@ -66,6 +67,8 @@ class Pod:
     # controller.kubernetes.io/pod-deletion-cost: what its owner says losing it costs (0 unset or
     # invalid, as the ReplicaSet controller reads it)
     deletion_cost: int = 0
+    # An Indexed Job's pod: its completion index and the index's failures so far (policy.jobs)
+    job_index: JobIndex | None = None
 
     @property
     def key(self) -> str:

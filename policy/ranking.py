@@ -30,10 +30,12 @@ from policy.criteria import (
     CANONICAL,
     GUARANTEED,
     HOMELESS,
+    JOBS_FAILED,
     MOVABLE,
     OPTED_OUT,
     PDB_VIOLATIONS,
     PRIORITY_SUM,
+    RETRIES_BURNED,
     START,
     TOP_PRIORITY,
     VICTIMS,
@@ -48,8 +50,8 @@ from policy.model import Pod
 
 # The criteria by name, with the rest of the ranking's vocabulary.
 __all__ = [
-    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "DEFAULT", "DELETION_COST", "GANG_WORK", "GUARANTEED", "HOMELESS", "MOVABLE", "OPTED_OUT",
-    "PDB_VIOLATIONS", "PRIORITY_SUM", "SHIFT", "START", "TOP_PRIORITY", "VICTIMS", "Cost", "Criterion", "Facts",
+    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "DEFAULT", "DELETION_COST", "GANG_WORK", "GUARANTEED", "HOMELESS", "JOBS_FAILED", "MOVABLE", "OPTED_OUT",
+    "PDB_VIOLATIONS", "PRIORITY_SUM", "RETRIES_BURNED", "SHIFT", "START", "TOP_PRIORITY", "VICTIMS", "Cost", "Criterion", "Facts",
     "Kind", "Layout", "Order", "Reach", "Unit", "best",
 ]
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from policy import exact, gangs, ranking, resources
+from policy import exact, gangs, jobs, ranking, resources
 from policy.causes import Cause
 from policy.criteria import Facts
 from policy.homes import NONE_HOMELESS, Homeless, Homes, homeless
@@ -34,6 +34,7 @@ class Choosing:
     gang_of: gangs.GangOf | None = None  # policy.gangs
     order: ranking.Order = ranking.DEFAULT  # how victim sets rank (policy.ranking)
     homes: Homes | None = None  # where victims could go (policy.homes)
+    stake_of: jobs.StakeOf | None = None  # what evicting a pod costs its Job (policy.jobs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +184,7 @@ def _attempt(
     first = frozenset(p.uid for p in spare_first)
     homes = choosing.homes
     no_home = frozenset(p.uid for p in live if homes.home(p, excluding=node.name) is None) if homes else frozenset()
-    facts = Facts(choosing.budgets_of, choosing.gang_of, first, no_home)
+    facts = Facts(choosing.budgets_of, choosing.gang_of, first, no_home, stake_of=choosing.stake_of)
     greedy = _orders(live, [p for p in candidates if p.terminating], facts, checked)
     best = _best_reprieve(exact.Search(room, checked, live, leaving, facts, choosing.order), greedy, here, choosing.screen)
     # Law 2 over the whole set: if the reprieve takes too much from some queue, choose again,
@@ -254,6 +255,7 @@ def _selection(
     broken = best.cost.detail(ranking.BROKEN_GANGS)
     if broken.count:
         reasons.append(broken.describe())
+    reasons.extend(jobs.reasons(victims, choosing.stake_of, best.cost.detail(ranking.JOBS_FAILED)))
     whole = gangs.kept_whole(candidates, victims, choosing.gang_of)
     if whole:
         reasons.append("takes no more than it can spare from " + "; ".join(g.describe() for g in whole))

@@ -15,9 +15,11 @@ from policy.criteria import (
     gang_work,
     guaranteed,
     homeless,
+    jobs_failed,
     opted_out,
     pdb_violations,
     priority_sum,
+    retries_burned,
     start,
     top_priority,
     victims,
@@ -27,12 +29,14 @@ from policy.model import Pod
 
 OPTED_OUT = opted_out.CRITERION
 PDB_VIOLATIONS = pdb_violations.CRITERION
+JOBS_FAILED = jobs_failed.CRITERION
 BROKEN_GANGS = broken_gangs.CRITERION
 GANG_WORK = gang_work.CRITERION
 TOP_PRIORITY = top_priority.CRITERION
 GUARANTEED = guaranteed.CRITERION
 BURSTABLE = burstable.CRITERION
 HOMELESS = homeless.CRITERION
+RETRIES_BURNED = retries_burned.CRITERION
 PRIORITY_SUM = priority_sum.CRITERION
 VICTIMS = victims.CRITERION
 DELETION_COST = deletion_cost.CRITERION
@@ -42,12 +46,14 @@ START = start.CRITERION
 CANONICAL: tuple[Criterion, ...] = (
     OPTED_OUT,  # a last resort is last whatever else: first in every order
     PDB_VIOLATIONS,
+    JOBS_FAILED,
     BROKEN_GANGS,
     GANG_WORK,
     TOP_PRIORITY,
     GUARANTEED,
     BURSTABLE,
     HOMELESS,
+    RETRIES_BURNED,
     PRIORITY_SUM,
     VICTIMS,
     DELETION_COST,
@@ -56,7 +62,7 @@ CANONICAL: tuple[Criterion, ...] = (
 MOVABLE = CANONICAL[1:-1]  # what a policy may reorder
 BY_NAME = {c.name: c for c in CANONICAL}
 # The parts of a cost's one-line summary (policy.ranking.Cost.describe), in its order.
-SUMMARY = (OPTED_OUT, BROKEN_GANGS, GANG_WORK, PDB_VIOLATIONS, TOP_PRIORITY, HOMELESS, VICTIMS)
+SUMMARY = (OPTED_OUT, JOBS_FAILED, BROKEN_GANGS, GANG_WORK, PDB_VIOLATIONS, TOP_PRIORITY, HOMELESS, RETRIES_BURNED, VICTIMS)
 
 # The criteria a pod has a value of its own for, in CANONICAL's order: a pod's ``values``.
 PER_POD = tuple(c for c in CANONICAL if c.kind in (Kind.SUM, Kind.MAX))
@@ -74,7 +80,7 @@ def values(pod: Pod, facts: Facts) -> tuple:
 
 
 __all__ = [
-    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "Criterion", "DELETION_COST", "Facts", "GANG_WORK", "GUARANTEED", "HOMELESS", "Kind",
-    "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PER_POD", "PRIORITY_SUM", "Reach", "START", "SUMMARY", "Stay",
+    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "Criterion", "DELETION_COST", "Facts", "GANG_WORK", "GUARANTEED", "HOMELESS", "JOBS_FAILED", "Kind",
+    "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PER_POD", "PRIORITY_SUM", "RETRIES_BURNED", "Reach", "START", "SUMMARY", "Stay",
     "TOP_PRIORITY", "Unit", "VICTIMS", "values",
 ]

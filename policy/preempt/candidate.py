@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from policy import homes, ranking, resources, tenancy
+from policy import homes, jobs, ranking, resources, tenancy
 from policy.causes import Cause
 from policy.criteria import Facts
 from policy.model import POD_ANTI_AFFINITY, Pod
@@ -282,7 +282,7 @@ def _keep_scheduler_victims(request: Request, name: str, victims: list[Pod], cau
     homeless = homes.homeless(victims, request.homes, node=name)
     no_home = frozenset(p.uid for p in victims if p.key in homeless.pods)
     # The one Order.cost outside policy.victims: victims reprieve did not choose.
-    cost = request.order.cost(victims, Facts(request.budgets, request.gang_of, frozenset(opted_out), no_home))
+    cost = request.order.cost(victims, Facts(request.budgets, request.gang_of, frozenset(opted_out), no_home, stake_of=request.stake_of))
     violations, broken = cost.detail(ranking.PDB_VIOLATIONS), cost.detail(ranking.BROKEN_GANGS)
     return NodeOutcome(
         name,
@@ -295,6 +295,7 @@ def _keep_scheduler_victims(request: Request, name: str, victims: list[Pod], cau
         reasons=(
             f"kept the scheduler's victims: {why}", violations.describe(),
             *((broken.describe(),) if broken.count else ()),
+            *jobs.reasons(victims, request.stake_of, cost.detail(ranking.JOBS_FAILED)),
             *((homeless.describe(),) if homeless.count else ()),
         ),
         broken=broken,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from policy import gangs, homes, ranking, tenancy, victims
 from policy.model import InFlight, Pod
+from policy.jobs import StakeOf
 from policy.pdb import BudgetsOf
 from policy.preempt.decision import Proposal
 from policy.view import ClusterView
@@ -29,5 +30,6 @@ class Request:
     # view (decide).
     gang_of: gangs.GangOf
     budgets: BudgetsOf
+    stake_of: StakeOf  # what evicting a pod costs its Job, as answers in flight leave the budgets
     homes: homes.Homes  # homes.of(view)
     choosing: victims.Choosing  # what policy.victims needs of it, the same for every node

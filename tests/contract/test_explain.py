@@ -383,7 +383,7 @@ def test_items_left_out_are_named_on_stderr_and_counted(capsys, tmp_path):
     assert code == 0
     assert err == (
         f"reprieve: {dump}: document 1 (Service shop/web): left out: reprieve does not read kind Service "
-        "(it reads Node, Pod, PodDisruptionBudget, PriorityClass, PodGroup)\n"
+        "(it reads Node, Pod, PodDisruptionBudget, PriorityClass, Job, PodGroup)\n"
     )
     assert f"snapshot {dump}: 4 nodes, 13 pods (1 pending), 2 PDBs, 1 item(s) left out (named on stderr)" in flat(out)
     assert report(capsys, "--snapshot", str(dump), "--pod", str(CHECKOUT))["input"]["loaded"]["left_out"] == 1

@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 
 from policy import homes, ranking
+from policy.jobs import OnDisruption
 from policy.criteria import Facts
 from policy.model import PriorityClass
 from policy.preempt import Verdict, decide
 from policy.qos import QoS
 from policy.tenancy import Rules
-from tests.builders import node, pdb, pod, reference_key, scheduler_proposals, view
+from tests.builders import job, node, pdb, pod, reference_key, scheduler_proposals, view
 
 G = QoS.GUARANTEED
 KEEP = PriorityClass("keep", 0, annotations={Rules().opt_out_annotation: "false"})  # opts its pods out
@@ -53,6 +54,16 @@ ROWS = [
         view([node("n1"), node("n2")],
              [pod("db", node="n1", priority=1, cpu=10, labels={"app": "db"}), pod("b", node="n2", priority=5, cpu=10)],
              [pdb("db", allowed=0, match={"app": "db"})]),
+        pod("pre", priority=10, cpu=10), "n2",
+    ),
+    row(
+        # n1: its victim's Job has backoffLimit 0: evicting it fails the Job (1 Job failed); n2's
+        # victim's Job has backoffLimit 1 (a retry left). Both burn a retry, no budget, no gang;
+        # n2's victim has the higher priority (5 > 1).
+        "Jobs failed",
+        view([node("n1"), node("n2")],
+             [pod("a", node="n1", priority=1, cpu=10, job="zero"), pod("b", node="n2", priority=5, cpu=10, job="one")],
+             jobs=[job("zero", backoff=0), job("one", backoff=1)]),
         pod("pre", priority=10, cpu=10), "n2",
     ),
     row(
@@ -105,6 +116,18 @@ ROWS = [
              [pod("high1", node="n1", priority=100, cpu=1), pod("bare", node="n1", priority=1, cpu=2),
               pod("high2", node="n2", priority=100, cpu=1), pod("owned", node="n2", priority=1, cpu=2, kind="ReplicaSet")]),
         pod("pre", priority=10, cpu=3), "n2",
+    ),
+    row(
+        # n1's victim belongs to a Job that counts DisruptionTarget (backoffLimit 6: 1 retry
+        # burned, no Job failed); n2's to a Job whose podFailurePolicy ignores it (0). Alike
+        # otherwise (no home for either: both nodes are full), but n2's started earlier (100 <
+        # 500), which would make n1 the choice on the start, which comes after.
+        "retries burned",
+        view([node("n1"), node("n2")],
+             [pod("a", node="n1", priority=1, cpu=10, start=500, job="counts"),
+              pod("b", node="n2", priority=1, cpu=10, start=100, job="ignores")],
+             jobs=[job("counts"), job("ignores", on=OnDisruption.IGNORE)]),
+        pod("pre", priority=10, cpu=10), "n2",
     ),
     row(
         # Two 5-cpu Burstable bare victims each, the most important at priority 5 on both.
@@ -165,7 +188,7 @@ def test_node_ranking(name, v, preemptor, rules, chosen):
     # The chosen node's cost is its victims' key, criterion by criterion (tests.builders.reference_key).
     won, where = outcome(exhaustive, chosen), homes.of(v)
     no_home = frozenset(p.uid for p in won.victims if where.home(p, excluding=chosen) is None)  # none opted out
-    facts = Facts(v.budgets_covering, v.gang_of, no_home=no_home)
+    facts = Facts(v.budgets_covering, v.gang_of, no_home=no_home, stake_of=v.stake_of)
     assert won.cost.key == reference_key(won.victims, facts, won.cost.layout)
 
 

@@ -93,7 +93,7 @@ def test_terminal_pods_hold_nothing_and_other_kinds_are_named(tmp_path, caplog):
         view = snapshot.load(write(tmp_path, [done, svc, {**svc, "metadata": {"name": "t"}}]))
     assert view.pods == {}
     path = tmp_path / "dump.yaml"
-    reads = "it reads Node, Pod, PodDisruptionBudget, PriorityClass, PodGroup"
+    reads = "it reads Node, Pod, PodDisruptionBudget, PriorityClass, Job, PodGroup"
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         ("WARNING", f"{path}: document 1 (Service ns/s): left out: reprieve does not read kind Service ({reads})"),
         ("WARNING", f"{path}: document 2 (Service t): left out: reprieve does not read kind Service ({reads})"),
