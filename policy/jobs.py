@@ -30,8 +30,8 @@ listed before them that matches the killed container's exit code would decide in
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -194,7 +194,9 @@ def less_taken(stake_of: StakeOf, taken: Sequence["Pod"]) -> StakeOf:
         if found is None or not any(b.key in spent for b in found.budgets):
             return found
         left = tuple(
-            Budget(b.key, b.left - spent.get(b.key, 0), b.why) for b in found.budgets if b.left - spent.get(b.key, 0) >= 0
+            Budget(b.key, b.left - spent[b.key], f"{b.why}, {spent[b.key]} more taken by answers in flight") if b.key in spent else b
+            for b in found.budgets
+            if b.left - spent.get(b.key, 0) >= 0
         )
         return Stake(found.job, found.index, found.counts, left)
 
@@ -242,3 +244,46 @@ def reasons(victims: Sequence["Pod"], stake_of: StakeOf | None, failed: Sequence
         more = f" and {len(burning) - limit} more" if len(burning) > limit else ""
         lines.append(f"burns {len(burning)} Job retr{'y' if len(burning) == 1 else 'ies'}: {named}{more}")
     return tuple(lines)
+
+
+def spend(jobs: Mapping[str, Job], victims: Iterable["Pod"], stake_of: StakeOf) -> dict[str, Job]:
+    """The Jobs (by UID) that the live ``victims`` change, as the Job controller leaves them:
+    each failure it counts added to ``failed``, an index whose budget they exhaust added to
+    ``failed_indexes``, and a Job whose own budget they exhaust finished (failed)."""
+    live = [p for p in victims if not p.terminating]
+    exhausted = {b.key for b in failing(live, stake_of)}
+    counted: dict[str, int] = {}
+    indexes: dict[str, set[int]] = {}
+    finished: set[str] = set()
+    for pod in live:
+        found = stake_of(pod)
+        if found is None or not found.counts or found.job.uid not in jobs:
+            continue
+        uid = found.job.uid
+        counted[uid] = counted.get(uid, 0) + 1
+        for budget in found.budgets:
+            if budget.key not in exhausted:
+                continue
+            if budget.key == f"Job {found.job.key}":
+                finished.add(uid)
+            elif found.index is not None:
+                indexes.setdefault(uid, set()).add(found.index)
+    changed = {}
+    for uid, n in counted.items():
+        job = jobs[uid]
+        failed_indexes = job.failed_indexes
+        if uid in indexes:
+            failed_indexes = _merged(failed_indexes, indexes[uid])
+        changed[uid] = replace(job, failed=job.failed + n, failed_indexes=failed_indexes, finished=job.finished or uid in finished)
+    return changed
+
+
+def _merged(ranges: tuple[tuple[int, int], ...], more: Iterable[int]) -> tuple[tuple[int, int], ...]:
+    """``ranges`` with the indexes ``more`` added, as ascending ranges that neither overlap nor touch."""
+    out: list[list[int]] = []
+    for first, last in sorted([*ranges, *((i, i) for i in more)]):
+        if out and first <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], last)
+        else:
+            out.append([first, last])
+    return tuple((a, b) for a, b in out)

@@ -28,12 +28,14 @@ ROWS = (
     ("preemptions", "preemptions"),
     ("victims", "victims"),
     ("pdb_violations", "PDB violations"),
+    ("jobs_failed", "Jobs failed"),
     ("broken_gangs", "broken gangs"),
     ("members_stranded", "members stranded"),
     ("guaranteed_victims", "Guaranteed victims"),
     ("burstable_victims", "Burstable victims"),
     ("priority_loss", "priority-weighted loss"),
     ("no_home", "victims with no home"),
+    ("retries_burned", "retries burned"),
     ("cascade", "cascade length"),
     ("pending", "pods left pending"),
 )
@@ -110,6 +112,8 @@ def _step(step: replay.Step) -> dict:
         "no_home": list(step.no_home),
         "broken_gangs": list(step.broken_gangs),
         "members_stranded": step.stranded,
+        "jobs_failed": list(step.jobs_failed),
+        "retries_burned": step.retries_burned,
         "why": step.why,
     }
 

@@ -33,10 +33,10 @@ JOBS_FAILED = jobs_failed.CRITERION
 BROKEN_GANGS = broken_gangs.CRITERION
 GANG_WORK = gang_work.CRITERION
 TOP_PRIORITY = top_priority.CRITERION
+RETRIES_BURNED = retries_burned.CRITERION
 GUARANTEED = guaranteed.CRITERION
 BURSTABLE = burstable.CRITERION
 HOMELESS = homeless.CRITERION
-RETRIES_BURNED = retries_burned.CRITERION
 PRIORITY_SUM = priority_sum.CRITERION
 VICTIMS = victims.CRITERION
 DELETION_COST = deletion_cost.CRITERION
@@ -50,10 +50,10 @@ CANONICAL: tuple[Criterion, ...] = (
     BROKEN_GANGS,
     GANG_WORK,
     TOP_PRIORITY,
+    RETRIES_BURNED,
     GUARANTEED,
     BURSTABLE,
     HOMELESS,
-    RETRIES_BURNED,
     PRIORITY_SUM,
     VICTIMS,
     DELETION_COST,
@@ -62,7 +62,7 @@ CANONICAL: tuple[Criterion, ...] = (
 MOVABLE = CANONICAL[1:-1]  # what a policy may reorder
 BY_NAME = {c.name: c for c in CANONICAL}
 # The parts of a cost's one-line summary (policy.ranking.Cost.describe), in its order.
-SUMMARY = (OPTED_OUT, JOBS_FAILED, BROKEN_GANGS, GANG_WORK, PDB_VIOLATIONS, TOP_PRIORITY, HOMELESS, RETRIES_BURNED, VICTIMS)
+SUMMARY = (OPTED_OUT, JOBS_FAILED, BROKEN_GANGS, GANG_WORK, PDB_VIOLATIONS, TOP_PRIORITY, RETRIES_BURNED, HOMELESS, VICTIMS)
 
 # The criteria a pod has a value of its own for, in CANONICAL's order: a pod's ``values``.
 PER_POD = tuple(c for c in CANONICAL if c.kind in (Kind.SUM, Kind.MAX))

@@ -1,7 +1,8 @@
 """Fewest retries burned (policy.jobs): victims whose Job counts their eviction as a failure,
 spending one of its ``backoffLimit`` retries (or failing it outright, with a FailJob or
 FailIndex rule for DisruptionTarget). A victim whose Job ignores DisruptionTarget, or that no
-Job owns, burns none. After the victims with no home by default: docs/policy.md says why."""
+Job owns, burns none. Right after the highest victim priority by default (an explicit signal,
+before the inferred QoS classes and homes): docs/policy.md says why, with the measurements."""
 
 from __future__ import annotations
 

@@ -355,7 +355,7 @@ def test_header_and_input_say_what_was_loaded_and_which_policy_decided(capsys, t
     source = report(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT))["input"]
     assert source["loaded"] == {"nodes": 4, "pods": 13, "pending": 1, "budgets": 2, "left_out": 0}
     assert (source["policy"], source["queues"]) == (None, None)
-    assert source["ranking"][:3] == ["opted-out victims", "PDB violations", "broken gangs"]
+    assert source["ranking"][:3] == ["opted-out victims", "PDB violations", "Jobs failed"]
 
     policy = ROOT / "examples" / "policy.yaml"
     code, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT), "--policy", str(policy))

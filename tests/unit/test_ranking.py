@@ -94,6 +94,18 @@ ROWS = [
         pod("pre", priority=10, cpu=10), "n2",
     ),
     row(
+        # n1's victim belongs to a Job that counts DisruptionTarget (backoffLimit 6: 1 retry
+        # burned, no Job failed); n2's to a Job whose podFailurePolicy ignores it (0). Alike
+        # otherwise, but n2's is Guaranteed and started earlier (100 < 500), which would make n1
+        # the choice on the Guaranteed victims and the start, which come after.
+        "retries burned",
+        view([node("n1"), node("n2")],
+             [pod("a", node="n1", priority=1, cpu=10, start=500, job="counts"),
+              pod("b", node="n2", priority=1, cpu=10, start=100, qos=G, job="ignores")],
+             jobs=[job("counts"), job("ignores", on=OnDisruption.IGNORE)]),
+        pod("pre", priority=10, cpu=10), "n2",
+    ),
+    row(
         # n1: 1 Guaranteed victim, n2: 0 (Burstable); both at priority 1.
         "Guaranteed victims",
         view([node("n1"), node("n2")], [pod("g", node="n1", priority=1, cpu=10, qos=G), pod("b", node="n2", priority=1, cpu=10)]),
@@ -116,18 +128,6 @@ ROWS = [
              [pod("high1", node="n1", priority=100, cpu=1), pod("bare", node="n1", priority=1, cpu=2),
               pod("high2", node="n2", priority=100, cpu=1), pod("owned", node="n2", priority=1, cpu=2, kind="ReplicaSet")]),
         pod("pre", priority=10, cpu=3), "n2",
-    ),
-    row(
-        # n1's victim belongs to a Job that counts DisruptionTarget (backoffLimit 6: 1 retry
-        # burned, no Job failed); n2's to a Job whose podFailurePolicy ignores it (0). Alike
-        # otherwise (no home for either: both nodes are full), but n2's started earlier (100 <
-        # 500), which would make n1 the choice on the start, which comes after.
-        "retries burned",
-        view([node("n1"), node("n2")],
-             [pod("a", node="n1", priority=1, cpu=10, start=500, job="counts"),
-              pod("b", node="n2", priority=1, cpu=10, start=100, job="ignores")],
-             jobs=[job("counts"), job("ignores", on=OnDisruption.IGNORE)]),
-        pod("pre", priority=10, cpu=10), "n2",
     ),
     row(
         # Two 5-cpu Burstable bare victims each, the most important at priority 5 on both.
