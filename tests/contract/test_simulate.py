@@ -208,8 +208,17 @@ def test_items_left_out_of_the_snapshot_are_named_and_strict_stops(capsys, tmp_p
     assert err == f"reprieve: {dump}: document 1 (orphan): left out: no kind, so reprieve cannot tell what it is; --strict makes each an error\n"
 
 
-def test_docs_name_the_seed_where_reprieve_breaks_more_gangs(capsys):
-    # docs/simulate.md: reprieve ends with more broken gangs on one seed of 0-49, seed 30.
-    totals = report(capsys, "--generate", "16", "--seed", "30")["totals"]
-    assert (totals["stock"]["broken_gangs"], totals["reprieve"]["broken_gangs"]) == (0, 1)
-    assert "more on one (seed 30: 0 → 1)" in " ".join(DOCS.read_text().split())
+@pytest.mark.parametrize(
+    "seed, column, stock, reprieve",
+    [
+        pytest.param(25, "broken_gangs", 1, 2, id="seed-25-more-gangs"),
+        pytest.param(30, "broken_gangs", 0, 1, id="seed-30-more-gangs"),
+        pytest.param(36, "jobs_failed", 2, 3, id="seed-36-more-jobs-failed"),
+    ],
+)
+def test_docs_name_the_seeds_where_reprieve_breaks_more_gangs_or_fails_more_jobs(capsys, seed, column, stock, reprieve):
+    # docs/simulate.md: of seeds 0-49, reprieve ends with more broken gangs on seeds 25 and 30,
+    # and more Jobs failed on seed 36.
+    totals = report(capsys, "--generate", "16", "--seed", str(seed))["totals"]
+    assert (totals["stock"][column], totals["reprieve"][column]) == (stock, reprieve)
+    assert f"seed {seed}: {stock} → {reprieve}" in " ".join(DOCS.read_text().split())
