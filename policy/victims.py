@@ -87,7 +87,8 @@ def select_victims(
     3. Reprieve: add potential victims back one at a time while the preemptor still fits,
        members of gangs that cannot spare them first (policy.gangs.protected),
        PDB-protected pods first (policy.pdb.protected), pods with no home elsewhere first
-       (policy.homes), then the rest, each group most important first (see
+       (policy.homes), pods whose Job counts their eviction first (policy.jobs), then the
+       rest, each group most important first (see
        policy.importance). Terminating pods are never reprieved: they are
        leaving anyway and cost nothing to name. A BestEffort pod requests no cpu or memory,
        so it is only ever a victim when the node's pod-count limit is what blocks.
@@ -316,7 +317,9 @@ def _orders(
     Members of gangs that cannot spare them (policy.gangs.protected) come first in a copy of
     every order but upstream's, tried before the plain ones (the ranking's order decides
     between a broken gang and what keeping it costs, policy.ranking). Where
-    some candidates have no home (``facts.no_home``), one more order keeps them first.
+    some candidates have no home (``facts.no_home``), one more order keeps them first; where
+    some candidates' Jobs would fail, or count their eviction (policy.jobs), one more keeps
+    those first (each: _job_orders).
     """
     first, no_home, budgets_of = facts.opted_out, facts.no_home, facts.budgets_of
     in_gangs = gangs.protected(live, facts.gang_of) if ganged else frozenset()
@@ -341,11 +344,25 @@ def _orders(
     orders.append((lambda p: (p.uid not in first,), frozenset(), live))
     if no_home and len(no_home) < len(live):
         orders.append((lambda p: (p.uid not in first, p.uid not in no_home), frozenset(), live))
+    for kept in _job_orders(live, facts):
+        orders.append((lambda p, kept=kept: (p.uid not in first, p.uid not in kept), frozenset(), live))
     if protected:
         size = _sizes(live, checked)
         orders.append((lambda p: (p.uid not in first, p.uid not in protected, size[p.uid]), protected, live))
     orders.append((lambda p: (p.uid not in first, p.uid not in upstream, more_important(p)), upstream, everyone))
     return orders
+
+
+def _job_orders(live: Sequence[Pod], facts: Facts) -> list[frozenset[str]]:
+    """The pods to keep first in an order of their own (policy.jobs): those whose eviction alone
+    fails their Job or index, then all whose Job counts their eviction; each only where it is
+    some of the candidates but not all, and not the same as the one before."""
+    if facts.stake_of is None:
+        return []
+    stakes = [(p.uid, facts.stake_of(p)) for p in live]
+    failing = frozenset(uid for uid, s in stakes if s is not None and s.fails_alone() is not None)
+    burning = frozenset(uid for uid, s in stakes if s is not None and s.counts)
+    return [kept for kept in dict.fromkeys((failing, burning)) if kept and len(kept) < len(live)]
 
 
 def _sizes(live: Sequence[Pod], checked: Sequence[str]) -> dict[str, float]:

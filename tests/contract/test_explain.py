@@ -469,3 +469,38 @@ def test_what_the_api_server_admitted_is_read_as_before(capsys, tmp_path):
     request.write_text(json.dumps(body))
     code, _, err = run(capsys, "--snapshot", str(golden / "snapshot.yaml"), "--request", str(request))
     assert code == 0, err
+
+
+def test_jobs_in_the_dump_decide_between_equal_victims(capsys, tmp_path):
+    # n1 (4 cpu): two equal 2-cpu pods of two Jobs, priority 10; counting's started later, and
+    # its Job (backoffLimit 0) fails with one eviction; tolerant's Job ignores DisruptionTarget.
+    # urgent needs 2: stock takes the younger pod (failing its Job), reprieve tolerant's.
+    import yaml
+
+    from tests.contract.objects import HIGH, dump, k8s_node, k8s_pod
+
+    def owned(pod: dict, job: str) -> dict:
+        pod["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": f"uid-{job}", "controller": True}]
+        return pod
+
+    def job(name: str, spec: dict) -> dict:
+        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "batch", "uid": f"uid-{name}"},
+                "spec": spec, "status": {"active": 1}}
+
+    ignore = {"podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}}
+    path = tmp_path / "dump.yaml"
+    path.write_text(yaml.safe_dump(dump(
+        k8s_node("n1", cpu="4"),
+        owned(k8s_pod("tolerant-x", "batch", node="n1", cpu="2", minute=0), "tolerant"),
+        owned(k8s_pod("counting-x", "batch", node="n1", cpu="2", minute=5), "counting"),
+        job("tolerant", ignore), job("counting", {"backoffLimit": 0}),
+        k8s_pod("urgent", "shop", cpu="2", priority=HIGH),
+    )))
+    result = report(capsys, "--snapshot", str(path), "--pod", "shop/urgent")
+    p = result["preemption"]
+    assert names(p["stock"]["victims"]) == ["batch/counting-x"]
+    assert names(p["reprieve"]["victims"]) == ["batch/tolerant-x"]
+    cost = row(result, "n1")["reprieve"]["cost"]
+    assert (cost["jobs_failed"], cost["retries_burned"]) == (0, 0)
+    assert "n1: reprieve evicts batch/tolerant-x instead of batch/counting-x" in result["differences"]
+    assert result["input"]["loaded"]["left_out"] == 0  # the Jobs are read, not left out

@@ -115,3 +115,52 @@ def test_the_reasons_name_the_jobs_failed_and_the_retries_burned():
         "fails 1 Job(s) or index(es): Job default/zero (backoffLimit 0, 0 failed)",
         "burns 2 Job retries: default/a (Job default/zero), default/b (Job default/many)",
     )
+
+
+@pytest.mark.parametrize(
+    "young_job, other_qos",
+    [
+        # Its Job's only chance (backoffLimit 0): n2's priority-5 victim would win on the Jobs failed.
+        pytest.param(job("young", backoff=0), None, id="keeps-the-pod-whose-job-would-fail"),
+        # A retry to burn: n2's victim, no Job's but Guaranteed, would win on the retries burned.
+        pytest.param(job("young"), "guaranteed", id="keeps-the-pod-whose-job-would-burn-a-retry"),
+    ],
+)
+def test_on_a_node_too_large_for_the_exact_search_a_greedy_order_keeps_the_jobs_pods(young_job, other_qos):
+    # n1: 17 alike 1-cpu pods (more than policy.exact.EXACT_LIMIT: no exact search, and the
+    # swap pass runs only on the node offered), full; the one the plain orders evict first (the
+    # youngest) is a Job's. n2: one pod no Job owns, dearer by what comes after the Job's
+    # criterion. Without an order that keeps the Job's pod first, n1's set costs its Job and n2
+    # wins; with it n1 evicts the youngest of the other pods and wins.
+    from policy.qos import QoS
+
+    filler = [pod(f"f{i:02d}", node="n1", priority=1, cpu=1, start=i) for i in range(16)]
+    young = pod("young", node="n1", priority=1, cpu=1, start=100, job="young")
+    if other_qos is None:
+        other = pod("other", node="n2", priority=5, cpu=1)
+    else:
+        other = pod("other", node="n2", priority=1, cpu=1, qos=QoS.GUARANTEED)
+    v = view([node("n1", cpu=17), node("n2", cpu=1)], [*filler, young, other], jobs=[young_job])
+    preemptor = pod("pre", priority=10, cpu=1)
+    decision = decide(view=v, preemptor=preemptor, proposals=scheduler_proposals(v, preemptor, nodes=["n1", "n2"]))
+    assert list(decision.answer) == ["n1"], decision.reasons
+    (victim,) = next(o for o in decision.outcomes if o.node == "n1").victims
+    assert victim.name == "f15"  # the youngest pod whose eviction costs no Job
+
+
+def test_the_pods_whose_job_would_fail_are_kept_first_apart_from_those_that_only_burn_a_retry():
+    # 17 alike 1-cpu pods, full (no exact search): 15 of priority 3 no Job owns, and two of
+    # priority 1: "fails" (its Job has backoffLimit 0; the younger, which the plain orders
+    # evict) and "burns" (its Job has retries left). Keeping every Job's pod first evicts a
+    # priority-3 pod; keeping only the failing one first evicts "burns": no Job failed, and
+    # priority 1.
+    from policy import homes
+    from policy.victims import Choosing, select_victims
+
+    high = [pod(f"h{i:02d}", node="n1", priority=3, cpu=1, start=i) for i in range(15)]
+    burns = pod("burns", node="n1", priority=1, cpu=1, start=50, job="burns")
+    fails = pod("fails", node="n1", priority=1, cpu=1, start=60, job="fails")
+    v = view([node("n1", cpu=17)], [*high, burns, fails], jobs=[job("burns"), job("fails", backoff=0)])
+    choosing = Choosing(pod("pre", priority=10, cpu=1), v.budgets_covering, gang_of=v.gang_of, homes=homes.of(v), stake_of=v.stake_of)
+    chosen = select_victims(node=v.nodes["n1"], choosing=choosing, swap=False)
+    assert [p.name for p in chosen.victims] == ["burns"], chosen.reasons
