@@ -141,6 +141,18 @@ def _parser() -> argparse.ArgumentParser:
     simulate.add_argument("--generate", type=int, metavar="N", help="instead: a synthetic cluster and N pending preemptors")
     simulate.add_argument("--seed", type=int, metavar="S", default=0, help="with --generate: the random seed (default 0)")
     simulate.add_argument(
+        "--shape", default="cpu", choices=("cpu", "gpu"),
+        help="with --generate: cpu (mixed low-priority pods; the default cpu) or gpu (a production GPU cluster's tiers and fractional GPUs)",
+    )
+    simulate.add_argument(
+        "--pressure", type=float, default=1.0, metavar="P",
+        help="with --generate: the load against the cluster's size (default 1: as generated; 1.5: two thirds of the nodes)",
+    )
+    simulate.add_argument(
+        "--placement", default="first", choices=("least-allocated", "most-allocated", "first"),
+        help="where a pod that fits without preemption goes, on both sides (default first; least-allocated is the scheduler's default scoring)",
+    )
+    simulate.add_argument(
         "--replace", action="store_true", help="a controller-owned victim comes back as a pending replacement"
     )
     _strict_flag(simulate)
@@ -447,6 +459,9 @@ def _simulate(args: argparse.Namespace) -> int:
             output=args.output,
             warn=warn,
             strict=args.strict,
+            shape=args.shape,
+            pressure=args.pressure,
+            placement=args.placement,
         )
     )
     return 0

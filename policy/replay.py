@@ -2,8 +2,9 @@
 
 Each side starts from the same cluster and applies its own decisions to its own copy of it:
 the victims are removed and the preemptor is bound to the chosen node. A pod that fits
-somewhere without preemption is bound to the first such node by name on both sides (the
-scheduler would bind it and preempt nothing). Only the nodes the pod's own constraints admit
+somewhere without preemption is bound on both sides alike to the node the scheduler's resource
+scores prefer (policy.scoring: ``placement``, least-allocated by default; the scheduler would
+bind it and preempt nothing). Only the nodes the pod's own constraints admit
 (cordon, taints, node selector and affinity: policy.stock applies them first, as the
 scheduler's filters do) are places to fit or to preempt. The two sides differ only in who picks
 the victims:
@@ -34,12 +35,13 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from policy import gangs, homes, stock
+from policy import gangs, homes, scoring, stock
 from policy.criteria import gang_work
 from policy.model import DisruptionBudget, Pod
 from policy.pdb import count_violations
 from policy.preempt import decide
 from policy.qos import QoS
+from policy.scoring import Placement
 from policy.view import ClusterView
 
 STOCK = "stock"
@@ -56,22 +58,22 @@ class Choice:
     why: str = ""
 
 
-# (view, pending pod) -> what the side does; the two below are the replay's sides.
-Decider = Callable[[ClusterView, Pod], Choice]
+# (view, pending pod, where a pod that fits goes) -> what the side does; the two below are the replay's sides.
+Decider = Callable[[ClusterView, Pod, Placement], Choice]
 
 
-def _first_fit(dry: stock.Decision) -> Choice | None:
+def _first_fit(view: ClusterView, pod: Pod, dry: stock.Decision, placement: Placement) -> Choice | None:
     if dry.fits:
-        return Choice(sorted(dry.fits)[0], why="fits without preemption")
+        return Choice(scoring.choose(view, pod, dry.fits, placement), why="fits without preemption")
     if dry.refusal:
         return Choice(None, why=dry.refusal)
     return None
 
 
-def stock_side(view: ClusterView, pod: Pod) -> Choice:
+def stock_side(view: ClusterView, pod: Pod, placement: Placement = scoring.DEFAULT) -> Choice:
     """Upstream DefaultPreemption (policy.stock): its own victims on the node it picks."""
     dry = stock.decide(view=view, preemptor=pod, node_names=sorted(view.nodes))
-    done = _first_fit(dry)
+    done = _first_fit(view, pod, dry, placement)
     if done is not None:
         return done
     chosen = dry.pick.chosen
@@ -80,11 +82,11 @@ def stock_side(view: ClusterView, pod: Pod) -> Choice:
     return Choice(chosen, dry.nodes[chosen].victims, why=dry.pick.reasons[chosen])
 
 
-def reprieve_side(view: ClusterView, pod: Pod) -> Choice:
+def reprieve_side(view: ClusterView, pod: Pod, placement: Placement = scoring.DEFAULT) -> Choice:
     """The scheduler's proposals fed to reprieve (policy.preempt.decide), as the preempt verb
     receives them; the scheduler then picks among reprieve's answer with its own rules."""
     dry = stock.decide(view=view, preemptor=pod, node_names=sorted(view.nodes))
-    done = _first_fit(dry)
+    done = _first_fit(view, pod, dry, placement)
     if done is not None:
         return done
     decision = decide(view=view, preemptor=pod, proposals=dry.proposals)
@@ -180,6 +182,7 @@ def replay(
     side: str,
     replace: bool = False,
     floor: int | None = None,
+    placement: Placement = scoring.DEFAULT,
 ) -> Run:
     """Place ``pending`` one by one through ``side`` (STOCK or REPRIEVE) on a copy of ``view``."""
     decider = SIDES[side]
@@ -193,7 +196,7 @@ def replay(
         pod, depth = queue[i]
         i += 1
         current = cluster.view
-        choice = decider(current, pod)
+        choice = decider(current, pod, placement)
         if choice.node is None:
             steps.append(Step(pod.key, depth, None, (), 0, (), choice.why))
             continue
@@ -214,10 +217,15 @@ def replay(
     return Run(side, tuple(steps), _totals(steps, removed, floor), cluster.view)
 
 
-def compare(view: ClusterView, pending: Sequence[Pod], *, replace: bool = False) -> dict[str, Run]:
-    """Both sides over the same workload (and the same ``priority_loss`` floor)."""
+def compare(
+    view: ClusterView, pending: Sequence[Pod], *, replace: bool = False, placement: Placement = scoring.DEFAULT
+) -> dict[str, Run]:
+    """Both sides over the same workload (and the same ``priority_loss`` floor and placement)."""
     floor = floor_priority(view, pending)
-    return {side: replay(view, pending, side=side, replace=replace, floor=floor) for side in (STOCK, REPRIEVE)}
+    return {
+        side: replay(view, pending, side=side, replace=replace, floor=floor, placement=placement)
+        for side in (STOCK, REPRIEVE)
+    }
 
 
 def _totals(steps: list[Step], victims: list[Pod], floor: int) -> Totals:

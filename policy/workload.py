@@ -9,7 +9,8 @@ running Guaranteed and Burstable pods, spread over the nodes, are a Kueue pod gr
 every one of them, owned by a Job); they are drawn last, so that the rest of a seed's workload
 is what it was before gangs were generated. A few pending pods (priority 8) are nominated to a node and
 hold room there. The pending pods are higher-priority preemptors (priorities 6-10, 1-6 cpu,
-Guaranteed or Burstable), one per ``pending``; about one node per four of them.
+Guaranteed or Burstable), one per ``pending``; about one node per four of them at ``pressure``
+1.0, fewer at a higher one.
 
 Randomness only through the ``rng`` passed in (a ``random.Random``): the same seed gives the
 same workload on every machine and Python version that keeps ``random.Random``'s sequence.
@@ -76,15 +77,16 @@ def _pod(
 _OWNED_BY = {"rs-": Placement("ReplicaSet"), "job": Placement("Job")}
 
 
-def generate(rng: Random, pending: int) -> Workload:
-    """A cluster and ``pending`` preemptors (see the module docstring)."""
+def generate(rng: Random, pending: int, *, pressure: float = 1.0) -> Workload:
+    """A cluster and ``pending`` preemptors (see the module docstring); ``pressure`` divides the
+    number of nodes (1.5: two thirds of them for the same preemptors)."""
     if pending < 1:
         raise ValueError("pending must be at least 1")
     apps = [f"app-{i:02d}" for i in range(max(4, pending // 4))]
     nodes: list[Node] = []
     pods: list[Pod] = []
     count = 0
-    for n in range(max(3, pending // 4)):
+    for n in range(max(3, int(pending / 4 / pressure))):
         cpu = _pick(rng, (4, 8, 16, 32))
         node = Node(f"node-{n:02d}", {"cpu": cpu * MILLI, "memory": cpu * 4 * GI, "pods": 110})
         nodes.append(node)

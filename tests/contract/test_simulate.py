@@ -155,6 +155,9 @@ BAD = [
     pytest.param(("--snapshot", WORKLOAD[1], "--pods", "{tmp}/quantity.yaml"), "'fast' is not a quantity", id="bad-quantity"),
     pytest.param(("--snapshot", WORKLOAD[1], "--pods", "{tmp}/empty.yaml"), "no Pod objects", id="empty"),
     pytest.param(("--snapshot", "none.yaml", "--pods", WORKLOAD[3]), "cannot read snapshot none.yaml", id="missing-snapshot"),
+    pytest.param((*WORKLOAD, "--shape", "gpu"), "--shape and --pressure shape a generated workload: give --generate N", id="shape-without-generate"),
+    pytest.param(("--generate", "8", "--pressure", "0"), "--pressure must be above 0 and at most 10, not 0.0", id="pressure-zero"),
+    pytest.param(("--generate", "8", "--pressure", "nan"), "--pressure must be above 0 and at most 10, not nan", id="pressure-nan"),
 ]
 
 
@@ -213,3 +216,11 @@ def test_docs_name_the_seed_where_reprieve_breaks_more_gangs(capsys):
     totals = report(capsys, "--generate", "16", "--seed", "30")["totals"]
     assert (totals["stock"]["broken_gangs"], totals["reprieve"]["broken_gangs"]) == (0, 1)
     assert "more on one (seed 30: 0 → 1)" in " ".join(DOCS.read_text().split())
+
+
+def test_a_gpu_shaped_workload_under_pressure(capsys):
+    doc = report(capsys, "--generate", "40", "--shape", "gpu", "--pressure", "1.3", "--placement", "most-allocated")
+    assert doc["input"]["shape"] == "gpu" and doc["input"]["pressure"] == 1.3 and doc["input"]["placement"] == "most-allocated"
+    assert doc["workload"]["bound_pods"] == 0 and doc["workload"]["pending_pods"] == 40  # tasks arrive onto an empty cluster
+    stock = doc["totals"]["stock"]
+    assert stock["preemptions"] > 0 and stock["pending"] > 0  # 30% more than fits: some preempt, some wait

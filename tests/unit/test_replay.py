@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy import replay, workload
+from policy import replay, scoring, workload, workload_gpu
 from policy.qos import QoS
 from tests.builders import cost_key, node, pdb, pod, view
 
@@ -226,21 +226,27 @@ def test_the_generator_is_deterministic_and_makes_what_it_promises():
 # no more (policy.ranking's key) than stock's on the same cluster. Totals over a replay are not
 # guaranteed (the clusters drift apart: the test above), and docs/simulate.md says so.
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), pending=st.integers(4, 16), replace=st.booleans())
-def test_every_decision_along_reprieves_replay_costs_no_more_than_stocks(seed, pending, replace):
-    made = workload.generate(random.Random(seed), pending)
+@given(
+    seed=st.integers(0, 2**32 - 1), pending=st.integers(4, 16), replace=st.booleans(),
+    gpu=st.booleans(), pressure=st.sampled_from((0.8, 1.0, 1.3)), placement=st.sampled_from(tuple(scoring.Placement)),
+)
+def test_every_decision_along_reprieves_replay_costs_no_more_than_stocks(seed, pending, replace, gpu, pressure, placement):
+    if gpu:
+        made = workload_gpu.generate(random.Random(seed), pending * 4, pressure=pressure)
+    else:
+        made = workload.generate(random.Random(seed), pending, pressure=pressure)
     compared = []
 
-    def both(view, pod):
-        mine, theirs = replay.reprieve_side(view, pod), replay.stock_side(view, pod)
+    def both(view, pod, placement):
+        mine, theirs = replay.reprieve_side(view, pod, placement), replay.stock_side(view, pod, placement)
         if theirs.victims and mine.victims:
             compared.append((cost_key(mine.victims, view, node=mine.node), cost_key(theirs.victims, view, node=theirs.node), pod.key))
         return mine
 
     with mock.patch.dict(replay.SIDES, {"checked": both}):
-        replay.replay(made.view, made.pending, side="checked", replace=replace)
+        replay.replay(made.view, made.pending, side="checked", replace=replace, placement=placement)
     for mine, theirs, key in compared:
-        assert mine <= theirs, (f"--generate {pending} --seed {seed}", key)
+        assert mine <= theirs, (f"--generate {pending} --seed {seed} (gpu {gpu}, pressure {pressure}, {placement})", key)
 
 
 def test_the_replay_counts_victims_with_no_home_as_policy_homes_judges_them():
