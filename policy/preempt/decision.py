@@ -42,6 +42,10 @@ class NodeOutcome:
     kept_scheduler_victims: bool = False
     reasons: tuple[str, ...] = ()
     broken: gangs.Broken = gangs.NONE_BROKEN  # the gangs the victims break, as the cost counts them
+    # The scheduler's proposed victims here, costed as ``cost`` is (policy.preempt.answer.
+    # with_proposed_costs: on the node offered where its victims differ; on every node when
+    # exhaustive); None where not costed, or a proposed victim is not on the node in the view.
+    proposed_cost: ranking.Cost | None = None
 
 
 @dataclass(frozen=True, slots=True)
