@@ -7,6 +7,7 @@ asks for it. docs/explain.md documents every field.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -291,7 +292,8 @@ def _differences(rows: list[dict], both: _Both, decision: PreemptDecision, choic
             outcome = both.outcomes[row["name"]]
             text = _victim_difference(s["victims"], r["victims"])
             if outcome.cost is not None and outcome.proposed_cost is not None:
-                text += _why_other_victims(outcome.cost, outcome.proposed_cost, r["cause"])
+                spared = {v["name"] for v in s["victims"]} - {v["name"] for v in r["victims"]}
+                text += _why_other_victims(outcome.cost, outcome.proposed_cost, _naming(r, spared))
             lines.append(f"{row['name']}: {text}")
         if "pdb_violations" in row["differs"]:
             lines.append(
@@ -334,15 +336,24 @@ def _choice_difference(rows: list[dict], both: _Both, decision: PreemptDecision,
     return f"{text}; reprieve's ranking puts {row['name']} behind: {why}"
 
 
-def _why_other_victims(ours: ranking.Cost, theirs: ranking.Cost, cause: str) -> str:
-    """What decided between reprieve's victims on a node and stock's there, both costed alike."""
+def _why_other_victims(ours: ranking.Cost, theirs: ranking.Cost, why: str) -> str:
+    """What decided between reprieve's victims on a node and stock's there, both costed alike;
+    where stock's cost less (the rules protect one, or reprieve's view leaves less room), ``why``
+    reprieve does not take them."""
     if ours.key < theirs.key:
         return f", {ours.decided_by(theirs)}"
     if ours.key == theirs.key:
         return ": equal on every criterion, a tie broken differently"
     c = ours.deciding(theirs)
-    why = f" ({cause})" if cause else ""
-    return f", though stock's rank first by {c.name}: {theirs.show(c)} against {ours.show(c)}{why}"
+    return f", though stock's rank first by {c.name} ({theirs.show(c)} against {ours.show(c)})" + (
+        f"; reprieve: {why}" if why else ""
+    )
+
+
+def _naming(side: dict, pods: set[str]) -> str:
+    """reprieve's first reason on a node that names one of ``pods``, else its cause."""
+    named = [re.compile(rf"(?<![\w./-]){re.escape(p)}(?![\w./-])") for p in pods if p]
+    return next((r for r in side["reasons"] if any(n.search(r) for n in named)), side["cause"])
 
 
 def _victim_difference(stock_victims: list[dict], reprieve_victims: list[dict]) -> str:
