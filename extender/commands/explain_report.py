@@ -345,7 +345,7 @@ def _why_other_victims(ours: ranking.Cost, theirs: ranking.Cost, why: str) -> st
     if ours.key == theirs.key:
         return ": equal on every criterion, a tie broken differently"
     c = ours.deciding(theirs)
-    return f", though stock's rank first by {c.name} ({theirs.show(c)} against {ours.show(c)})" + (
+    return f", though stock's victims rank first by {c.name} ({theirs.show(c)} against {ours.show(c)})" + (
         f"; reprieve: {why}" if why else ""
     )
 

@@ -1,5 +1,6 @@
 """The answer to the scheduler: one node offered (the cheapest reprieve judged, else the
-scheduler's own best among those passed through), or none, and whether reprieve defers."""
+scheduler's own best among those passed through), or none, and whether reprieve defers; and the
+scheduler's own victims costed beside reprieve's, so that what decided between them can be said."""
 
 from __future__ import annotations
 

@@ -242,7 +242,7 @@ def test_where_the_rules_leave_stocks_cheaper_victims_the_difference_says_why(ca
     assert a["decided_by"] == {"criterion": "highest victim priority", "field": "highest_priority", "reprieve": 1000, "stock": 100}
     [line] = [d for d in result["differences"] if d.startswith("node-a:")]
     assert line.startswith(
-        "node-a: reprieve evicts shop/web-7d4b9c-a1 instead of batch/report-2, though stock's rank first by "
+        "node-a: reprieve evicts shop/web-7d4b9c-a1 instead of batch/report-2, though stock's victims rank first by "
         "highest victim priority (100 against 1000); reprieve: 3 protected: batch/report-1, batch/report-2, batch/scratch-a"
     ), line
 
