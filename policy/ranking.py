@@ -214,7 +214,7 @@ class Cost:
         return self._show(self.layout.position(criterion))
 
     def _first_difference(self, other: "Cost") -> int | None:
-        if self.layout != other.layout:
+        if self.layout is not other.layout and self.layout != other.layout:
             raise ValueError(f"costs in different orders: {self.layout!r} and {other.layout!r}")
         return next((i for i, (a, b) in enumerate(zip(self.key, other.key)) if a != b), None)
 

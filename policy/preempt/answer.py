@@ -85,9 +85,10 @@ def with_proposed_costs(request: Request, outcomes: dict[str, NodeOutcome], answ
     that what decided between the two can be said: on every node when ``request.exhaustive``
     (explain), else only on the node offered, and there only where reprieve's victims differ
     (one cost more per request)."""
-    for name, outcome in outcomes.items():
+    for name in outcomes if request.exhaustive else answer:
+        outcome = outcomes[name]
         if request.exhaustive or (
-            name in answer and outcome.cost is not None and set(answer[name].uids) != set(request.proposals[name].uids)
+            outcome.cost is not None and set(answer[name].uids) != set(request.proposals[name].uids)
         ):
             victims = _proposed_here(request, name)
             if victims:

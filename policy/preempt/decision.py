@@ -4,7 +4,7 @@ and verdict, the decision, and how long a newly bound pod takes to settle."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
@@ -45,7 +45,8 @@ class NodeOutcome:
     # The scheduler's proposed victims here, costed as ``cost`` is (policy.preempt.answer.
     # with_proposed_costs: on the node offered where its victims differ; on every node when
     # exhaustive); None where not costed, or a proposed victim is not on the node in the view.
-    proposed_cost: ranking.Cost | None = None
+    # Words beside the outcome, not part of it: outcomes compare equal without it.
+    proposed_cost: ranking.Cost | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
