@@ -190,8 +190,33 @@ class Cost:
 
     def versus(self, winner: "Cost") -> str:
         """Why ``winner`` ranks before this cost: the first criterion on which they differ."""
-        step = next(i for i, (a, b) in enumerate(zip(self.key, winner.key)) if a != b)
+        step = self._first_difference(winner)
         return f"{self.layout.criteria[step].name} {self._show(step)} here vs {winner._show(step)}"
+
+    def deciding(self, other: "Cost") -> Criterion | None:
+        """The first criterion, in the order both costs share, on which ``other`` differs from
+        this one; None where they are equal on every criterion."""
+        step = self._first_difference(other)
+        return None if step is None else self.layout.criteria[step]
+
+    def decided_by(self, other: "Cost", here: str = "", there: str = "") -> str:
+        """What sets this cost and ``other`` apart, in words (explain's differences, the decision
+        log, Events): ``decided by <criterion>: <this value><here> against <other's><there>`` on
+        the first criterion where they differ, each value as its criterion shows it; ``equal on
+        every criterion`` where none does."""
+        criterion = self.deciding(other)
+        if criterion is None:
+            return "equal on every criterion"
+        return f"decided by {criterion.name}: {self.show(criterion)}{here} against {other.show(criterion)}{there}"
+
+    def show(self, criterion: Criterion) -> str:
+        """This cost's value of ``criterion``, as the criterion shows it."""
+        return self._show(self.layout.position(criterion))
+
+    def _first_difference(self, other: "Cost") -> int | None:
+        if self.layout is not other.layout and self.layout != other.layout:
+            raise ValueError(f"costs in different orders: {self.layout!r} and {other.layout!r}")
+        return next((i for i, (a, b) in enumerate(zip(self.key, other.key)) if a != b), None)
 
     def _show(self, step: int) -> str:
         criterion = self.layout.criteria[step]

@@ -129,7 +129,7 @@ def _node(row: dict) -> list[str]:
     flags = f"  {MARK} differs: {', '.join(row['differs'])}" if row["differs"] else ""
     lines = _wrap(f"{row['name']}{flags}")
     s, r = row["stock"], row["reprieve"]
-    lines += _side("stock", _stock_status(s), s["victims"], s["reasons"])
+    lines += _side("stock", _stock_status(s), s["victims"], s["reasons"], s["summary"])
     if r["verdict"] is None:
         if s["candidate"]:
             why = "does not preempt for this pod"
@@ -139,7 +139,7 @@ def _node(row: dict) -> list[str]:
             why = "not asked: not a stock candidate"
         lines += _side("reprieve", why, [], [])
     else:
-        lines += _side("reprieve", _reprieve_status(r), r["victims"], r["reasons"])
+        lines += _side("reprieve", _reprieve_status(r), r["victims"], r["reasons"], r["summary"])
     return lines
 
 
@@ -163,11 +163,14 @@ def _reprieve_status(r: dict) -> str:
     return ", ".join(parts)
 
 
-def _side(name: str, status: str, victims: list[dict], reasons: Iterable[str]) -> list[str]:
+def _side(name: str, status: str, victims: list[dict], reasons: Iterable[str], summary: str | None = None) -> list[str]:
+    """One side of a node's block; ``summary``: its victims' cost in brief, both sides costed
+    by reprieve's ranking."""
     label = f"  {name:<10}"
     pad = " " * len(label)
     lines = _wrap(status, label, pad)
     lines += _listed("evicts", [_victim(v) for v in victims], pad)
+    lines += _listed("cost", [summary] if summary else [], pad)
     lines += _listed("why", list(reasons), pad)
     return lines
 

@@ -46,6 +46,12 @@ class Answer:
     broken: tuple[str, ...] = ()  # the gangs the victims break, described
     no_home: Mapping[str, str] | None = None  # UID -> why it has no home off the node (victims and stayed)
     order: ranking.Order = ranking.DEFAULT  # the decision's: why a pod stays is its first criterion that says
+    # What decided against the scheduler's victims (policy.ranking.Cost.decided_by), worded when a
+    # note is written: reprieve's victims' cost on its node, the scheduler's there costed alike,
+    # and reprieve's own victims' cost on each other node it solved.
+    cost: ranking.Cost | None = None
+    proposed_cost: ranking.Cost | None = None
+    costs: Mapping[str, ranking.Cost] | None = None
 
 
 def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal], decision: PreemptDecision) -> Answer:
@@ -103,6 +109,9 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
         no_home=no_home,
         broken=tuple(g.describe() for g in chosen.broken.gangs) if chosen else (),
         order=decision.order,
+        cost=chosen.cost if chosen else None,
+        proposed_cost=chosen.proposed_cost if chosen else None,
+        costs={o.node: o.cost for o in decision.outcomes if o.cost is not None},
     )
 
 
@@ -141,7 +150,7 @@ def shadow_note(a: Answer, taken: str) -> str:
         )
     text = f"reprieve would have preempted on {a.node}: {_count(a.violations, 'PDB violation')}; evicts {_pods(a.victims)}"
     text += f", not {_pods(theirs)} the scheduler evicts" + ("" if a.node == taken else f" on {taken}")
-    return times.readable(text + "." + _others(a))
+    return times.readable(text + _decided(a, taken) + "." + _others(a))
 
 
 def _against_stock(a: Answer) -> str:
@@ -151,7 +160,24 @@ def _against_stock(a: Answer) -> str:
         return ""
     if node == a.node and {p.uid for p in a.victims} == {_uid(p) for p in theirs}:
         return ", as stock preemption would"
-    return f", not {_pods(theirs)} stock would have taken" + ("" if node == a.node else f" on {node}")
+    return f", not {_pods(theirs)} stock would have taken" + ("" if node == a.node else f" on {node}") + _decided(a, node)
+
+
+def _decided(a: Answer, node: str) -> str:
+    """`` (decided by ...)``: the first criterion, in the decision's order, on which reprieve's
+    victims beat the scheduler's on ``node`` (there, costed alike; on another node, reprieve's own
+    victims there, as its ranking compared them); empty where reprieve did not cost them."""
+    if a.cost is None:
+        return ""
+    if node == a.node:
+        other, here, there = a.proposed_cost, "", ""
+    else:
+        other, here, there = (a.costs or {}).get(node), f" on {a.node}", f" on {node}"
+    if other is None:
+        return ""
+    if other.key == a.cost.key:
+        return " (equal on every criterion: a tie, broken differently)"
+    return f" ({a.cost.decided_by(other, here, there)})"
 
 
 def _why_stays(pod: Pod, victim: Pod, stay: Stay, order: ranking.Order) -> str:

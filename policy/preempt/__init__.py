@@ -13,7 +13,7 @@ from policy import gangs, homes, ranking, victims
 from policy.causes import Refusal
 from policy.model import InFlight, Pod
 from policy.pdb import less_spent
-from policy.preempt.answer import defers, offer
+from policy.preempt.answer import defers, offer, with_proposed_costs
 from policy.preempt.decision import SETTLE_SECONDS, NodeOutcome, PreemptDecision, Proposal, Verdict
 from policy.preempt.eligibility import ineligible, under_rules
 from policy.preempt.request import Request
@@ -83,6 +83,7 @@ def decide(
     )
     outcomes = outcomes_by_node(request)
     answer, reasons = offer(request, outcomes)
+    with_proposed_costs(request, outcomes, answer)
     deferring = defers(request, answer, outcomes)
     if deferring:
         reasons = [

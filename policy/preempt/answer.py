@@ -1,5 +1,6 @@
 """The answer to the scheduler: one node offered (the cheapest reprieve judged, else the
-scheduler's own best among those passed through), or none, and whether reprieve defers."""
+scheduler's own best among those passed through), or none, and whether reprieve defers; and the
+scheduler's own victims costed beside reprieve's, so that what decided between them can be said."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import dataclasses
 
 from policy import ranking
 from policy.causes import Cause
+from policy.model import Pod
+from policy.preempt.candidate import price
 from policy.preempt.decision import NodeOutcome, Proposal, Verdict
 from policy.preempt.request import Request
 
@@ -75,6 +78,34 @@ def defers(request: Request, answer: dict[str, Proposal], outcomes: dict[str, No
         and all(o.cause is Cause.VICTIMS_ELSEWHERE for o in outcomes.values())
         and not any(uid in promised for p in request.proposals.values() for uid in p.uids)
     )
+
+
+def with_proposed_costs(request: Request, outcomes: dict[str, NodeOutcome], answer: dict[str, Proposal]) -> None:
+    """Cost the scheduler's proposed victims as reprieve's own (NodeOutcome.proposed_cost), so
+    that what decided between the two can be said: on every node when ``request.exhaustive``
+    (explain), else only on the node offered, and there only where reprieve's victims differ
+    (one cost more per request)."""
+    for name in outcomes if request.exhaustive else answer:
+        outcome = outcomes[name]
+        if request.exhaustive or (
+            outcome.cost is not None and set(answer[name].uids) != set(request.proposals[name].uids)
+        ):
+            victims = _proposed_here(request, name)
+            if victims:
+                outcomes[name] = dataclasses.replace(outcome, proposed_cost=price(request, name, victims))
+
+
+def _proposed_here(request: Request, name: str) -> list[Pod] | None:
+    """The scheduler's proposed victims on ``name`` as the view has them; None where it
+    proposes none, or one the view does not show on the node."""
+    node = request.view.nodes.get(name)
+    uids = request.proposals[name].uids
+    if node is None or not uids:
+        return None
+    on_node = {p.uid: p for p in node.pods}
+    if any(uid not in on_node for uid in uids):
+        return None
+    return [on_node[uid] for uid in uids]
 
 
 def _as_answered(proposal: Proposal, outcome: NodeOutcome) -> Proposal:

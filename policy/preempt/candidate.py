@@ -279,10 +279,7 @@ def _keep_scheduler_victims(request: Request, name: str, victims: list[Pod], cau
         short = screen.over_share(victims)
         if short:
             return NodeOutcome(name, Verdict.DROPPED, Cause.QUEUE_SHARE, reasons=(f"{why}; but {short}",))
-    homeless = homes.homeless(victims, request.homes, node=name)
-    no_home = frozenset(p.uid for p in victims if p.key in homeless.pods)
-    # The one Order.cost outside policy.victims: victims reprieve did not choose.
-    cost = request.order.cost(victims, Facts(request.budgets, request.gang_of, frozenset(opted_out), no_home))
+    cost, homeless = _priced(request, name, victims, frozenset(opted_out))
     violations, broken = cost.detail(ranking.PDB_VIOLATIONS), cost.detail(ranking.BROKEN_GANGS)
     return NodeOutcome(
         name,
@@ -299,6 +296,28 @@ def _keep_scheduler_victims(request: Request, name: str, victims: list[Pod], cau
         ),
         broken=broken,
     )
+
+
+def price(request: Request, name: str, victims: Sequence[Pod]) -> ranking.Cost:
+    """What evicting ``victims`` from node ``name`` costs by the request's order and facts, as
+    reprieve's own victims there are costed: the scheduler's proposal beside reprieve's choice
+    (explain, the decision log and Events say which criterion decided between them). Victims
+    the rules would protect are costed as any other: a cost has no criterion for them."""
+    screen = request.screen
+    opted_out = frozenset(
+        p.uid for p in victims if screen is not None and screen.judge(p)[0] is tenancy.Judgement.LAST_RESORT
+    )
+    return _priced(request, name, victims, opted_out)[0]
+
+
+def _priced(
+    request: Request, name: str, victims: Sequence[Pod], opted_out: frozenset[str]
+) -> tuple[ranking.Cost, homes.Homeless]:
+    """The cost of victims reprieve did not choose (the one Order.cost outside policy.victims),
+    and those of them with no home off the node."""
+    homeless = homes.homeless(victims, request.homes, node=name)
+    no_home = frozenset(p.uid for p in victims if p.key in homeless.pods)
+    return request.order.cost(victims, Facts(request.budgets, request.gang_of, opted_out, no_home)), homeless
 
 
 def _nameable(proposed: set[str], now: float | None) -> Callable[[Pod], bool]:

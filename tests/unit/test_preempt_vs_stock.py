@@ -185,3 +185,43 @@ def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
     (offered,) = decision.answer
     outcome = next(o for o in decision.outcomes if o.node == offered)
     assert cost_key(outcome.victims, v, node=offered) <= cost_key(theirs, v, node=dry.pick.chosen), (offered, dry.pick.chosen)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    running=cluster_pods,
+    allowed=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    need=st.integers(1, 10),
+    preemptor_priority=st.integers(1, 7),
+    sizes=st.tuples(st.integers(4, 12), st.integers(4, 12), st.integers(4, 12)),
+    minimums=gang_minimums,
+    elsewhere=gang_elsewhere,
+    order=st.permutations(ranking.MOVABLE).map(ranking.Order),
+)
+def test_stocks_victims_are_costed_as_reprieves_own_and_never_cheaper(
+    running, allowed, need, preemptor_priority, sizes, minimums, elsewhere, order
+):
+    # What explain shows on stock's side (NodeOutcome.proposed_cost): the scheduler's victims
+    # on each node costed by the decision's order and facts, exactly as the independent key of
+    # tests/builders costs them; and on every node reprieve solved, its own victims cost no more.
+    pods = [
+        pod(
+            f"p{i}", node=f"n{n}", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
+            labels={"app": ("x", "a", "b")[budget], "id": str(i)}, terminating=term == 0,
+            gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4],
+        )
+        for i, (n, prio, cpu, qos, start, budget, term, gang) in enumerate(running)
+    ]
+    pods += members_elsewhere(elsewhere)
+    nodes = [node(f"n{i}", cpu=size) for i, size in enumerate(sizes)]
+    budgets = [pdb("a", allowed=allowed[0], match={"app": "a"}), pdb("b", allowed=allowed[1], match={"app": "b"})]
+    v = view(nodes, pods, budgets, groups=[group("g1", minimums[0]), group("g2", minimums[1])])
+    preemptor = pod("pre", cpu=need, priority=preemptor_priority)
+    dry = stock.decide(view=v, preemptor=preemptor, node_names=[n.name for n in nodes])
+    decision = preempt.decide(view=v, preemptor=preemptor, proposals=dry.proposals, exhaustive=True, order=order)
+    for outcome in decision.outcomes:
+        theirs = dry.nodes[outcome.node].victims
+        assert outcome.proposed_cost is not None, outcome
+        assert outcome.proposed_cost.key == cost_key(theirs, v, order, node=outcome.node)
+        if outcome.cost is not None:
+            assert outcome.cost.key <= outcome.proposed_cost.key, (outcome.node, outcome.reasons)

@@ -92,7 +92,8 @@ def test_events_on_the_preemptor_and_the_victim_once_the_view_shows_the_preempti
     on_preemptor, on_victim = recorded.events
     assert (on_preemptor.reason, on_preemptor.regarding.name, on_preemptor.related.name) == ("Preempting", "checkout", "n1")
     assert on_preemptor.note == (
-        "On n1: 0 PDB violations; evicts the Burstable batch/burstable, not the Guaranteed batch/guaranteed stock would have taken."
+        "On n1: 0 PDB violations; evicts the Burstable batch/burstable, not the Guaranteed batch/guaranteed stock would have taken "
+        "(decided by Guaranteed victims: 0 against 1)."
     )
     assert (on_victim.reason, on_victim.regarding.uid, on_victim.related.uid) == (
         "ChosenForPreemption", burstable.uid, preemptor.uid
@@ -279,7 +280,7 @@ def test_shadow_mode_records_one_would_have_event_only_with_events_shadow():
     assert (event.reason, event.regarding.name) == ("ShadowPreemption", "checkout")
     assert event.note == (
         "reprieve would have preempted on n1: 0 PDB violations; evicts the Burstable batch/burstable, "
-        "not the Guaranteed batch/guaranteed the scheduler evicts."
+        "not the Guaranteed batch/guaranteed the scheduler evicts (decided by Guaranteed victims: 0 against 1)."
     )
 
 
@@ -323,7 +324,7 @@ def test_the_preempt_verb_hands_its_answer_to_the_witness(example_view):
     ]
     assert recorded.events[0].note == (
         "On node-a: 0 PDB violations; evicts the Burstable batch/report-1, not the Guaranteed batch/report-2 "
-        "stock would have taken. Not node-b: not solved: cannot beat node-a: PDB violations at least 1 there vs 0."
+        "stock would have taken (decided by Guaranteed victims: 0 against 1). Not node-b: not solved: cannot beat node-a: PDB violations at least 1 there vs 0."
     )
 
 

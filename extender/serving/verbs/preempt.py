@@ -124,6 +124,9 @@ def _details(view: ClusterView, proposals: Mapping[str, Proposal], decision: Pre
             entry["pdb_violations"] = None if o.cause is Cause.NOT_SOLVED else o.violations.count
         entry["proposed"] = proposed(name)
         entry["proposed_pdb_violations"] = proposals[name].num_pdb_violations
+        if o is not None and o.cost is not None and o.proposed_cost is not None:
+            # policy.preempt costs the proposal on the node offered where reprieve's victims differ.
+            entry["against_proposed"] = times.readable(o.cost.decided_by(o.proposed_cost))
         if o is not None:
             entry["reasons"] = [times.readable(r) for r in o.reasons]
         nodes[name] = entry
