@@ -44,6 +44,10 @@ class Cause(str, Enum):
     NOT_SOLVED = "not solved"
 
 
+# The causes of the policy's guards (policy.guards): a pod they leave pending is told why.
+GUARDED = frozenset({Cause.STRICT_BUDGET, Cause.MIN_RUNTIME})
+
+
 class Refusal(str, Enum):
     """Why the preemptor may not preempt at all: the answer is empty."""
 

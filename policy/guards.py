@@ -74,6 +74,13 @@ class MinimumRuntime:
             return False
         return not self.priority_classes or pod.priority_class in self.priority_classes
 
+    def protects(self, pod: Pod, now: float | None) -> bool:
+        """``pod`` matches and has run less than ``duration`` at ``now`` (Guards.inside: a start
+        or a now unknown counts as just started; a terminating pod is never protected)."""
+        if pod.terminating or not self.matches(pod):
+            return False
+        return now is None or pod.start_time is None or now - pod.start_time < self.duration
+
     def describe(self) -> str:
         who = []
         if self.priority_classes:
@@ -126,18 +133,14 @@ class Guards:
             return None
 
         def inside(pod: Pod) -> str:
-            if pod.terminating:
+            protecting = [r for r in rules if r.protects(pod, now)]
+            if not protecting:
                 return ""
-            matching = [r for r in rules if r.matches(pod)]
-            if not matching:
-                return ""
-            longest = max(matching, key=lambda r: r.duration)
+            longest = max(protecting, key=lambda r: r.duration)  # the last to let it go
+            where = f"its minimum runtime of {span(longest.duration)} (minimumRuntime[{longest.index}])"
             if now is None or pod.start_time is None:
-                return f"start unknown, so inside its minimum runtime of {span(longest.duration)} (minimumRuntime[{longest.index}])"
-            ran = max(0.0, now - pod.start_time)
-            if ran >= longest.duration:
-                return ""
-            return f"has run {span(ran)} of its minimum runtime of {span(longest.duration)} (minimumRuntime[{longest.index}])"
+                return f"start unknown, so inside {where}"
+            return f"has run {span(max(0.0, now - pod.start_time))} of {where}"
 
         return inside
 

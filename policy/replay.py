@@ -31,15 +31,18 @@ docs/simulate.md).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from policy import gangs, homes, stock
+from policy import gangs, homes, ranking, stock
 from policy.criteria import gang_work
+from policy.guards import Guards
 from policy.model import DisruptionBudget, Pod
 from policy.pdb import count_violations
 from policy.preempt import decide
 from policy.qos import QoS
+from policy.tenancy import Rules
 from policy.view import ClusterView
 
 STOCK = "stock"
@@ -80,14 +83,25 @@ def stock_side(view: ClusterView, pod: Pod) -> Choice:
     return Choice(chosen, dry.nodes[chosen].victims, why=dry.pick.reasons[chosen])
 
 
-def reprieve_side(view: ClusterView, pod: Pod) -> Choice:
+def reprieve_side(
+    view: ClusterView,
+    pod: Pod,
+    *,
+    rules: Rules | None = None,
+    order: ranking.Order = ranking.DEFAULT,
+    guards: Guards | None = None,
+    now: float | None = None,
+) -> Choice:
     """The scheduler's proposals fed to reprieve (policy.preempt.decide), as the preempt verb
-    receives them; the scheduler then picks among reprieve's answer with its own rules."""
+    receives them; the scheduler then picks among reprieve's answer with its own rules. With a
+    policy file's ``rules``, ``order`` and ``guards`` (``reprieve_with``), judged at ``now``."""
     dry = stock.decide(view=view, preemptor=pod, node_names=sorted(view.nodes))
     done = _first_fit(dry)
     if done is not None:
         return done
-    decision = decide(view=view, preemptor=pod, proposals=dry.proposals)
+    decision = decide(
+        view=view, preemptor=pod, proposals=dry.proposals, rules=rules, order=order, guards=guards, now=now
+    )
     costs = {
         name: stock.cost([view.pods[uid] for uid in answer.uids], answer.num_pdb_violations)
         for name, answer in decision.answer.items()
@@ -101,6 +115,14 @@ def reprieve_side(view: ClusterView, pod: Pod) -> Choice:
 
 
 SIDES: Mapping[str, Decider] = {STOCK: stock_side, REPRIEVE: reprieve_side}
+
+
+def reprieve_with(
+    *, rules: Rules | None = None, order: ranking.Order = ranking.DEFAULT, guards: Guards | None = None,
+    now: float | None = None,
+) -> Decider:
+    """reprieve's side under a policy file (``reprieve simulate --policy``)."""
+    return functools.partial(reprieve_side, rules=rules, order=order, guards=guards, now=now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,9 +202,11 @@ def replay(
     side: str,
     replace: bool = False,
     floor: int | None = None,
+    decider: Decider | None = None,
 ) -> Run:
-    """Place ``pending`` one by one through ``side`` (STOCK or REPRIEVE) on a copy of ``view``."""
-    decider = SIDES[side]
+    """Place ``pending`` one by one through ``side`` (STOCK or REPRIEVE) on a copy of ``view``;
+    ``decider``: the side's own if None (reprieve_with: reprieve under a policy)."""
+    decider = decider or SIDES[side]
     floor = floor_priority(view, pending) if floor is None else floor
     cluster = _Cluster(view)
     queue: list[tuple[Pod, int]] = [(p, 0) for p in pending]
@@ -214,10 +238,17 @@ def replay(
     return Run(side, tuple(steps), _totals(steps, removed, floor), cluster.view)
 
 
-def compare(view: ClusterView, pending: Sequence[Pod], *, replace: bool = False) -> dict[str, Run]:
-    """Both sides over the same workload (and the same ``priority_loss`` floor)."""
+def compare(
+    view: ClusterView, pending: Sequence[Pod], *, replace: bool = False, reprieve: Decider | None = None
+) -> dict[str, Run]:
+    """Both sides over the same workload (and the same ``priority_loss`` floor); ``reprieve``:
+    reprieve's decider if not the plain one (reprieve_with)."""
     floor = floor_priority(view, pending)
-    return {side: replay(view, pending, side=side, replace=replace, floor=floor) for side in (STOCK, REPRIEVE)}
+    deciders = {STOCK: None, REPRIEVE: reprieve}
+    return {
+        side: replay(view, pending, side=side, replace=replace, floor=floor, decider=deciders[side])
+        for side in (STOCK, REPRIEVE)
+    }
 
 
 def _totals(steps: list[Step], victims: list[Pod], floor: int) -> Totals:

@@ -165,8 +165,8 @@ def _breaks_strict(here: _Here, violating: VictimSelection, candidates: int) -> 
         f"every victim set reprieve tried here ({candidates} candidates, more than it can try one by one)"
     )
     reason = (
-        f"{which} violates strict PodDisruptionBudget {', '.join(strict.budgets)}: the cheapest, "
-        f"{_names(violating.victims)}, takes {strict.count} of its pods past its allowance"
+        f"{which} violates strict PodDisruptionBudget {', '.join(strict.budgets)}: the cheapest "
+        f"({_names(violating.victims)}) takes {strict.count} victim(s) past its allowance"
     )
     if here.protected:
         reason += f"; {len(here.protected)} protected: {_protections(here.protected)}"

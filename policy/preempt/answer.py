@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from policy import guards, ranking
-from policy.causes import Cause
+from policy.causes import GUARDED, Cause
 from policy.preempt.decision import NodeOutcome, Proposal, Verdict
 from policy.preempt.request import Request
 
@@ -62,8 +62,6 @@ def offer(request: Request, outcomes: dict[str, NodeOutcome]) -> tuple[dict[str,
     return {chosen: Proposal(tuple(p.uid for p in outcome.victims), outcome.violations.count)}, reasons
 
 
-# Causes of the policy's guards (policy.guards): a pod left pending for them is told why.
-GUARDED = (Cause.STRICT_BUDGET, Cause.MIN_RUNTIME)
 _NAMED = 3  # nodes named in a reason before "and N more"
 
 
@@ -74,10 +72,14 @@ def _none(outcomes: dict[str, NodeOutcome]) -> str:
         return "no candidate node can make room for the pod"
     shown = "; ".join(f"{o.node}: {o.reasons[0]}" for o in held[:_NAMED])
     more = f"; and {len(held) - _NAMED} more node(s)" if len(held) > _NAMED else ""
-    return (
-        "no candidate node can make room for the pod without violating a strict PodDisruptionBudget or evicting "
-        f"a pod inside its minimum runtime: {shown}{more}"
+    causes = {o.cause for o in held}
+    without = " or ".join(
+        words for cause, words in (
+            (Cause.STRICT_BUDGET, "violating a strict PodDisruptionBudget"),
+            (Cause.MIN_RUNTIME, "evicting a pod inside its minimum runtime"),
+        ) if cause in causes
     )
+    return f"no candidate node can make room for the pod without {without}: {shown}{more}"
 
 
 def defers(request: Request, answer: dict[str, Proposal], outcomes: dict[str, NodeOutcome]) -> bool:
