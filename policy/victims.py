@@ -13,7 +13,7 @@ from policy.homes import NONE_HOMELESS, Homeless, Homes, homeless
 from policy.importance import more_important, most_important_first
 from policy.model import Pod
 from policy.guards import Inside
-from policy.pdb import BudgetsOf, Violations, violating
+from policy.pdb import BudgetsOf, Violations, spent_on, violating
 from policy.pdb import protected as protected_by_budgets
 from policy.resources import Vector
 from policy.tenancy import Judgement, Screen
@@ -223,6 +223,10 @@ def _attempt(
         room = _freeing_at_least(here, room, checked, (*live, *leaving))
         if isinstance(room, NodeRejected):
             return room
+    if choosing.strict_of is not None:
+        short = _strict_shortfall(room, checked, live, choosing.strict_of)
+        if short:
+            return NodeRejected(node.name, f"every victim set that makes room here violates {short}", Cause.STRICT_BUDGET)
     first = frozenset(p.uid for p in spare_first)
     homes = choosing.homes
     no_home = frozenset(p.uid for p in live if homes.home(p, excluding=node.name) is None) if homes else frozenset()
@@ -241,6 +245,40 @@ def _attempt(
         victims = most_important_first(budgeted)
         best = _Best(choosing.order.cost(victims, facts), victims, len(live) + len(leaving) - len(victims), frozenset(), "")
     return _selection(here, choosing, best, candidates, facts)
+
+
+def _strict_shortfall(room: dict[str, int], checked: Sequence[str], live: Sequence[Pod], strict_of: BudgetsOf) -> str:
+    """Why no victim set keeps every strict budget ('' if one may; else the budgets that cover
+    more candidates than they allow, and the shortfall): the most the victims can
+    free without a strict violation, the live pods no strict budget covers and, per strict
+    budget, its ``disruptionsAllowed`` largest members (an upper bound, as policy.bounds'
+    spared: a pod under two budgets counts in both), is short of what they must free. A cheap
+    check before the search, so that a node that must violate one is not solved."""
+    spared = dict.fromkeys(checked, 0)
+    members: dict[str, tuple[int, list[Pod]]] = {}
+    for pod in live:
+        budgets = spent_on(pod, strict_of)
+        if not budgets:
+            for r in checked:
+                spared[r] += pod.requests.get(r, 0)
+        for budget in budgets:
+            members.setdefault(budget.key, (budget.disruptions_allowed, []))[1].append(pod)
+    for allowed, pods in members.values():
+        if allowed > 0:
+            for r in checked:
+                spared[r] += sum(sorted((p.requests.get(r, 0) for p in pods), reverse=True)[:allowed])
+    short = {}
+    for r in checked:
+        need = sum(p.requests.get(r, 0) for p in live) - room[r]
+        if need > spared[r]:
+            short[r] = need - spared[r]
+    if not short:
+        return ""
+    tight = sorted(key for key, (allowed, pods) in members.items() if len(pods) > allowed)
+    return (
+        f"strict PodDisruptionBudget {', '.join(tight)}: the pods it may take within their allowance free too "
+        f"little (short of {resources.describe(short)})"
+    )
 
 
 def _room(here: _Here, preemptor: Pod, candidates: list[Pod], checked: Sequence[str]) -> dict[str, int] | NodeRejected:

@@ -85,7 +85,8 @@ def test_a_strict_budget_stock_violates_and_reprieve_keeps(kafka, scheduler, rec
     assert event["note"] == (
         "Not preempting, the pod stays pending: no candidate node can make room for the pod without violating a "
         f"strict PodDisruptionBudget: {n1}: every victim set that makes room here violates strict "
-        f"PodDisruptionBudget {ns}/brokers: the cheapest ({ns}/broker) takes 1 victim(s) past its allowance."
+        f"PodDisruptionBudget {ns}/brokers: the pods it may take within their allowance free too little "
+        "(short of cpu=4)."
     ), event["note"]
     # Each retry of the scheduler asks again and gets the same answer: one Event, counted as a series.
     assert not any(e["reason"] in ("Preempting", "ChosenForPreemption") for e in reprieve_events(kafka.kube, ns))

@@ -83,9 +83,10 @@ def test_a_node_whose_only_victims_violate_a_strict_budget_is_dropped_and_anothe
     assert list(guarded.answer) == ["n2"]
     n1 = outcome(guarded, "n1")
     assert (n1.verdict, n1.cause) == (Verdict.DROPPED, Cause.STRICT_BUDGET)
+    # Found before any search: the pods the node may lose within the budget free nothing.
     assert n1.reasons[0] == (
-        "every victim set that makes room here violates strict PodDisruptionBudget kafka/b: the cheapest (kafka/b) "
-        "takes 1 victim(s) past its allowance"
+        "every victim set that makes room here violates strict PodDisruptionBudget kafka/b: the pods it may take "
+        "within their allowance free too little (short of cpu=10)"
     )
     assert guarded.order.names[0] == "strict budget violations"  # first, where the rule is on
 
@@ -118,6 +119,22 @@ def test_the_search_violates_a_budget_that_is_not_strict_rather_than_one_that_is
     _, guarded = decided(v, preemptor, KAFKA)
     chosen = outcome(guarded, "n1")
     assert [p.name for p in chosen.victims] == ["w"] and chosen.violations.count == 1
+
+
+def test_overlapping_strict_budgets_are_found_violated_by_the_search():
+    # a and b are each under both budgets, which allow 1 each; the pod needs both. The quick
+    # check counts each pod once per budget (a and b seem spared), so the search decides: its
+    # cheapest set takes 1 victim past each budget's allowance.
+    pods = [pod(n, ns="kafka", node="n1", priority=1, cpu=5, labels={"x": "1", "y": "1", "id": n}) for n in ("a", "b")]
+    budgets = [pdb("x", allowed=1, match={"x": "1"}, ns="kafka"), pdb("y", allowed=1, match={"y": "1"}, ns="kafka")]
+    v = view([node("n1")], pods, budgets)
+    _, decision = decided(v, pod("pre", priority=10, cpu=10), KAFKA)
+    n1 = outcome(decision, "n1")
+    assert decision.answer == {} and n1.cause is Cause.STRICT_BUDGET
+    assert n1.reasons[0] == (
+        "every victim set that makes room here violates strict PodDisruptionBudget kafka/x, kafka/y: the cheapest "
+        "(kafka/a, kafka/b) takes 1 victim(s) past its allowance"
+    )
 
 
 def test_a_strict_budget_with_allowance_left_may_lose_that_many():

@@ -427,8 +427,9 @@ def test_a_pod_the_guards_leave_pending_is_told_why_at_once():
     assert event.note == (
         "Not preempting, the pod stays pending: no candidate node can make room for the pod without violating a strict "
         "PodDisruptionBudget: n1: every victim set that makes room here violates strict PodDisruptionBudget kafka/b: "
-        "the cheapest (kafka/b1) takes 1 victim(s) past its allowance; n2: every victim set that makes room here "
-        "violates strict PodDisruptionBudget kafka/b: the cheapest (kafka/b2) takes 1 victim(s) past its allowance."
+        "the pods it may take within their allowance free too little (short of cpu=4); n2: every victim set that "
+        "makes room here violates strict PodDisruptionBudget kafka/b: the pods it may take within their allowance "
+        "free too little (short of cpu=4)."
     )
     assert len(w) == 0  # nothing awaited
     plain = decide(view=v, preemptor=preemptor, proposals=proposals)
