@@ -157,6 +157,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _strict_flag(simulate)
     _output_flag(simulate)
+    _policy_flag(simulate)
     simulate.set_defaults(log_level="WARNING")
     return parser
 
@@ -301,9 +302,11 @@ def _check_policy(args: argparse.Namespace) -> int:
     from extender import policy_file
     from extender.commands import check_policy
 
+    import time
+
     policy = policy_file.load(args.policy)
     cluster = _cluster(args)
-    sys.stdout.write(check_policy.report(policy, cluster.view if cluster else None))
+    sys.stdout.write(check_policy.report(policy, cluster.view if cluster else None, now=time.time()))
     return 0
 
 
@@ -365,6 +368,13 @@ def _serve(args: argparse.Namespace) -> int:
         log.info("multi-tenant rules from %s: %d queue(s)", args.policy, len(rules.queue_names()))
     if order != ranking.DEFAULT:
         log.info("ranking from %s: %s", args.policy, ", ".join(order.names))
+    guards = policy.guards
+    if guards is not None:
+        log.info(
+            "guards from %s: %s", args.policy,
+            "; ".join([*([f"strict budgets: {guards.strict.describe()}"] if guards.strict else []),
+                       *(r.describe() for r in guards.runtime)]),
+        )
     # Read the snapshot or kubeconfig, the TLS files and the addresses first, so that a bad one
     # stops startup with its message; start watching (build) only then.
     if args.kubeconfig or args.in_cluster:
@@ -386,7 +396,7 @@ def _serve(args: argparse.Namespace) -> int:
                 log.warning("fault injected: every watch event is applied %.1fs after it arrives", settings.fault_watch_delay)
             return create_app(
                 settings, cluster=cluster, metrics=metrics, rules=rules, stopping=stopping, order=order,
-                events=_events(settings, api, cluster, metrics), stall=Stall().start(),
+                events=_events(settings, api, cluster, metrics), stall=Stall().start(), guards=guards,
             )
 
     elif args.snapshot:
@@ -399,7 +409,7 @@ def _serve(args: argparse.Namespace) -> int:
             log.info("events: none in snapshot mode (no API server to write them to)")
 
         def build():
-            return create_app(settings, cluster=cluster, rules=rules, stopping=stopping, order=order)
+            return create_app(settings, cluster=cluster, rules=rules, stopping=stopping, order=order, guards=guards)
 
     else:
         raise ConfigError("serve needs one of --snapshot PATH, --kubeconfig PATH or --in-cluster")
@@ -439,6 +449,7 @@ def _explain(args: argparse.Namespace) -> int:
         output=args.output,
         rules=policy.rules,
         order=policy.order,
+        guards=policy.guards,
         policy=args.policy,
         now=time.time(),
     )
@@ -447,10 +458,16 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    import time
+
+    from extender import policy_file
     from extender.commands import simulate, warn
 
     sys.stdout.write(
         simulate.run(
+            policy=policy_file.load(args.policy) if args.policy else None,
+            policy_path=args.policy,
+            now=time.time(),
             snapshot_path=args.snapshot,
             pods_path=args.pods,
             generate=args.generate,

@@ -35,6 +35,7 @@ from policy.criteria import (
     PDB_VIOLATIONS,
     PRIORITY_SUM,
     START,
+    STRICT_BUDGETS,
     TOP_PRIORITY,
     VICTIMS,
     Criterion,
@@ -49,8 +50,8 @@ from policy.model import Pod
 # The criteria by name, with the rest of the ranking's vocabulary.
 __all__ = [
     "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "DEFAULT", "DELETION_COST", "GANG_WORK", "GUARANTEED", "HOMELESS", "MOVABLE", "OPTED_OUT",
-    "PDB_VIOLATIONS", "PRIORITY_SUM", "SHIFT", "START", "TOP_PRIORITY", "VICTIMS", "Cost", "Criterion", "Facts",
-    "Kind", "Layout", "Order", "Reach", "Unit", "best",
+    "PDB_VIOLATIONS", "PRIORITY_SUM", "SHIFT", "START", "STRICT_BUDGETS", "TOP_PRIORITY", "VICTIMS", "Cost", "Criterion", "Facts",
+    "FULL", "Kind", "Layout", "Order", "Reach", "Unit", "best",
 ]
 
 class Layout:
@@ -98,20 +99,29 @@ def _floor_index(c: Criterion) -> int:
 
 
 class Order(Layout):
-    """A ranking order: CANONICAL with MOVABLE in the order given (all of them, once each)."""
+    """A ranking order: CANONICAL with MOVABLE in the order given (all of them, once each).
+    ``strict``: the policy's strictBudgets is on, and its violations come first of all;
+    otherwise the order leaves that criterion out (its value is 0 for every set)."""
 
-    def __init__(self, movable: Sequence[Criterion] = MOVABLE) -> None:
+    def __init__(self, movable: Sequence[Criterion] = MOVABLE, *, strict: bool = False) -> None:
         if sorted(c.name for c in movable) != sorted(c.name for c in MOVABLE):
             raise ValueError(
                 "name each of " + ", ".join(repr(c.name) for c in MOVABLE) + " once"
                 + (f" (given: {', '.join(repr(c.name) for c in movable)})" if movable else "")
             )
-        super().__init__((OPTED_OUT, *movable, START))
+        super().__init__((*((STRICT_BUDGETS,) if strict else ()), OPTED_OUT, *movable, START))
+        self.strict = strict
         # Where each criterion of this order sits in CANONICAL: a key is the canonical tuple
-        # read in this order (None: the canonical order itself, no copy needed).
+        # read in this order (None: the canonical order itself, no copy needed; _skip: the
+        # canonical order less its first criterion, a slice).
         index = tuple(CANONICAL.index(c) for c in self.criteria)
         self._index = None if index == tuple(range(len(CANONICAL))) else index
+        self._skip = index == tuple(range(1, len(CANONICAL)))
         self._floors = itemgetter(*(_floor_index(c) for c in self.criteria))
+
+    def with_strict(self) -> "Order":
+        """This order with the strict budget violations first (itself if they are already)."""
+        return self if self.strict else Order(self.criteria[1:-1], strict=True)
 
     @classmethod
     def named(cls, names: Iterable[str]) -> "Order":
@@ -130,12 +140,16 @@ class Order(Layout):
     def arrange(self, canonical: tuple) -> tuple:
         """A tuple of CANONICAL's criteria in this order."""
         index = self._index
-        return canonical if index is None else tuple(canonical[i] for i in index)
+        if index is None:
+            return canonical
+        return canonical[1:] if self._skip else tuple(canonical[i] for i in index)
 
     def arrange_prefix(self, canonical: tuple) -> tuple:
         """``arrange`` for every criterion but the last (START), of a tuple without it."""
         index = self._index
-        return canonical if index is None else tuple(canonical[i] for i in index[:-1])
+        if index is None:
+            return canonical
+        return canonical[1:] if self._skip else tuple(canonical[i] for i in index[:-1])
 
     def cost(self, victims: Sequence[Pod], facts: Facts) -> "Cost":
         """The key of evicting ``victims`` (policy.criteria.Facts: what the criteria know of the
@@ -165,6 +179,8 @@ class Order(Layout):
 
 
 DEFAULT = Order()
+# Every criterion in CANONICAL's order: the order policy.bounds keeps its floors in.
+FULL = Order(strict=True)
 
 
 @dataclass(frozen=True, slots=True)

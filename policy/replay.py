@@ -32,16 +32,19 @@ docs/simulate.md).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from policy import gangs, homes, scoring, stock
+from policy import gangs, homes, ranking, scoring, stock
 from policy.criteria import gang_work
+from policy.guards import Guards
 from policy.model import DisruptionBudget, Pod
 from policy.pdb import count_violations
 from policy.preempt import decide
 from policy.qos import QoS
 from policy.scoring import Placement
+from policy.tenancy import Rules
 from policy.view import ClusterView
 
 STOCK = "stock"
@@ -82,14 +85,26 @@ def stock_side(view: ClusterView, pod: Pod, placement: Placement = scoring.DEFAU
     return Choice(chosen, dry.nodes[chosen].victims, why=dry.pick.reasons[chosen])
 
 
-def reprieve_side(view: ClusterView, pod: Pod, placement: Placement = scoring.DEFAULT) -> Choice:
+def reprieve_side(
+    view: ClusterView,
+    pod: Pod,
+    placement: Placement = scoring.DEFAULT,
+    *,
+    rules: Rules | None = None,
+    order: ranking.Order = ranking.DEFAULT,
+    guards: Guards | None = None,
+    now: float | None = None,
+) -> Choice:
     """The scheduler's proposals fed to reprieve (policy.preempt.decide), as the preempt verb
-    receives them; the scheduler then picks among reprieve's answer with its own rules."""
+    receives them; the scheduler then picks among reprieve's answer with its own rules. With a
+    policy file's ``rules``, ``order`` and ``guards`` (``reprieve_with``), judged at ``now``."""
     dry = stock.decide(view=view, preemptor=pod, node_names=sorted(view.nodes))
     done = _first_fit(view, pod, dry, placement)
     if done is not None:
         return done
-    decision = decide(view=view, preemptor=pod, proposals=dry.proposals)
+    decision = decide(
+        view=view, preemptor=pod, proposals=dry.proposals, rules=rules, order=order, guards=guards, now=now
+    )
     costs = {
         name: stock.cost([view.pods[uid] for uid in answer.uids], answer.num_pdb_violations)
         for name, answer in decision.answer.items()
@@ -103,6 +118,14 @@ def reprieve_side(view: ClusterView, pod: Pod, placement: Placement = scoring.DE
 
 
 SIDES: Mapping[str, Decider] = {STOCK: stock_side, REPRIEVE: reprieve_side}
+
+
+def reprieve_with(
+    *, rules: Rules | None = None, order: ranking.Order = ranking.DEFAULT, guards: Guards | None = None,
+    now: float | None = None,
+) -> Decider:
+    """reprieve's side under a policy file (``reprieve simulate --policy``)."""
+    return functools.partial(reprieve_side, rules=rules, order=order, guards=guards, now=now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,9 +206,11 @@ def replay(
     replace: bool = False,
     floor: int | None = None,
     placement: Placement = scoring.DEFAULT,
+    decider: Decider | None = None,
 ) -> Run:
-    """Place ``pending`` one by one through ``side`` (STOCK or REPRIEVE) on a copy of ``view``."""
-    decider = SIDES[side]
+    """Place ``pending`` one by one through ``side`` (STOCK or REPRIEVE) on a copy of ``view``;
+    ``decider``: the side's own if None (reprieve_with: reprieve under a policy)."""
+    decider = decider or SIDES[side]
     floor = floor_priority(view, pending) if floor is None else floor
     cluster = _Cluster(view)
     queue: list[tuple[Pod, int]] = [(p, 0) for p in pending]
@@ -218,12 +243,19 @@ def replay(
 
 
 def compare(
-    view: ClusterView, pending: Sequence[Pod], *, replace: bool = False, placement: Placement = scoring.DEFAULT
+    view: ClusterView,
+    pending: Sequence[Pod],
+    *,
+    replace: bool = False,
+    placement: Placement = scoring.DEFAULT,
+    reprieve: Decider | None = None,
 ) -> dict[str, Run]:
-    """Both sides over the same workload (and the same ``priority_loss`` floor and placement)."""
+    """Both sides over the same workload (and the same ``priority_loss`` floor and placement);
+    ``reprieve``: reprieve's decider if not the plain one (reprieve_with)."""
     floor = floor_priority(view, pending)
+    deciders = {STOCK: None, REPRIEVE: reprieve}
     return {
-        side: replay(view, pending, side=side, replace=replace, floor=floor, placement=placement)
+        side: replay(view, pending, side=side, replace=replace, floor=floor, placement=placement, decider=deciders[side])
         for side in (STOCK, REPRIEVE)
     }
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from extender import times
 from policy import ranking, resources, stock
 from policy.filter import filter_nodes
+from policy.causes import GUARDED
+from policy.guards import Guards
 from policy.model import Pod
 from policy.preempt import NodeOutcome, PreemptDecision, Proposal, Verdict, decide
 from policy.prioritize import score_nodes
@@ -32,14 +34,16 @@ def preemption_report(
     rules: Rules | None = None,
     now: float | None = None,
     order: ranking.Order = ranking.DEFAULT,
+    guards: Guards | None = None,
 ) -> dict:
     """Stock and reprieve preemption side by side.
 
     With ``node_names`` (a pod), stock preemption is dry-run on those nodes and its
     candidates are what reprieve is asked about; with ``proposals`` (a captured preempt
     request), they are the scheduler's candidates as sent (it found the pod eligible).
-    ``rules`` are reprieve's multi-tenant rules (policy.tenancy) and ``now`` the time their
-    preemption delay is judged at, both passed on to decide().
+    ``rules`` are reprieve's multi-tenant rules (policy.tenancy), ``guards`` its strict budgets
+    and minimum runtime (policy.guards) and ``now`` the time the preemption delay and the
+    minimum runtime are judged at, all passed on to decide().
     """
     if proposals is None:
         dry = stock.decide(view=view, preemptor=preemptor, node_names=node_names or ())
@@ -50,7 +54,8 @@ def preemption_report(
     # The one call into reprieve's policy, as the preempt verb makes it but with every node
     # solved (exhaustive), so that each shows its own victims and cost.
     decision = decide(
-        view=view, preemptor=preemptor, proposals=proposals, rules=rules, now=now, exhaustive=True, order=order
+        view=view, preemptor=preemptor, proposals=proposals, rules=rules, now=now, exhaustive=True, order=order,
+        guards=guards,
     )
 
     outcomes = {o.node: o for o in decision.outcomes}
@@ -91,6 +96,8 @@ def preemption_report(
                 "victims": _victims(view, decision.answer[both.final.chosen].uids) if both.final.chosen else [],
                 "unranked": [n for n in decision.answer if n not in both.final.costs],
                 "reasons": list(decision.reasons),
+                # Why no node is offered where the guards (policy.guards) dropped nodes; else None.
+                "held": decision.reasons[0] if _held(decision) else None,
             },
             "differs": bool(differences),
             "decided_by": _decided(*choice) if choice else None,
@@ -303,6 +310,16 @@ def _differences(rows: list[dict], both: _Both, decision: PreemptDecision, choic
     return [times.readable(line) for line in lines]
 
 
+_GUARDED = {c.value for c in GUARDED}
+
+
+def _held(decision: PreemptDecision) -> bool:
+    """No node offered, and the guards dropped some (policy.preempt.answer words the reason)."""
+    return not decision.answer and not decision.refusal.value and any(
+        o.verdict is Verdict.DROPPED and o.cause in GUARDED for o in decision.outcomes
+    )
+
+
 def _choice(both: _Both) -> tuple[ranking.Cost, ranking.Cost] | None:
     """reprieve's costs on its own node and on stock's, where the two choose differently and
     reprieve costed both (its own victims on each: what its ranking compared)."""
@@ -332,6 +349,8 @@ def _choice_difference(rows: list[dict], both: _Both, decision: PreemptDecision,
     row = next((r for r in rows if r["name"] == both.pick.chosen), None)
     if row is None or not row["reprieve"]["reasons"] or row["reprieve"]["chosen"]:
         return text
+    if row["reprieve"]["verdict"] == Verdict.DROPPED.value and row["reprieve"]["cause"] in _GUARDED:
+        return f"{text}; reprieve drops {row['name']}: {row['reprieve']['reasons'][0]}"
     why = row["reprieve"]["reasons"][-1].removeprefix("not chosen: ").replace(" here vs ", f" on {row['name']} vs ")
     return f"{text}; reprieve's ranking puts {row['name']} behind: {why}"
 

@@ -11,6 +11,7 @@ WIDTH = 80
 MARK = "*"  # marks whatever differs between stock preemption and reprieve
 FILTERED = "not a candidate: filtered out"  # a stock status (explain_report, policy.causes.Cause.FILTERED)
 DEFAULT_RANKING = _ranking.DEFAULT.names
+STRICT = _ranking.STRICT_BUDGETS.name
 
 
 def render(report: dict) -> str:
@@ -74,15 +75,21 @@ def _loaded(source: dict) -> str:
 
 def _policy(source: dict) -> str:
     """The policy file and the ranking that decided."""
+    guards = source.get("guards")
     if source["policy"] is None:
         rules = "no policy file (Kubernetes rules only)"
     elif source["queues"] is None:
-        rules = f"policy {source['policy']} (ranking only)"
+        rules = f"policy {source['policy']} ({'no queues' if guards else 'ranking only'})"
     else:
         rules = f"policy {source['policy']} (multi-tenant rules, {source['queues']} queue(s))"
     ranking = source["ranking"]
-    order = "default" if tuple(ranking) == DEFAULT_RANKING else ", ".join(ranking)
-    return f"{rules}; ranking: {order}"
+    if tuple(ranking) == DEFAULT_RANKING:
+        order = "default"
+    elif ranking[0] == STRICT and tuple(ranking[1:]) == DEFAULT_RANKING:
+        order = f"{STRICT}, then the default"
+    else:
+        order = ", ".join(ranking)
+    return f"{rules}; ranking: {order}" + "".join(f"; {line}" for line in guards or ())
 
 
 def _preemption(report: dict) -> list[str]:
@@ -113,6 +120,8 @@ def _choice(label: str, side: dict, mark: bool = False) -> list[str]:
     label = f"{label:<22}"
     if side["refusal"]:
         text = f"does not preempt: {side['refusal']}"
+    elif not side["chosen"] and side.get("held"):
+        text = f"does not preempt: {side['held']}"
     elif not side["chosen"]:
         text = "no candidate node"
     else:

@@ -17,12 +17,14 @@ import orjson
 from extender.commands import pending as pending_pods
 from extender.commands import warn as to_stderr
 from extender.errors import ConfigError
+from extender.policy_file import Policy
 from extender.state import snapshot
 from policy import replay, scoring, workload, workload_gpu
 from policy.model import Pod
 from policy.view import ClusterView
 
 VERSION = 1
+GENERATED_DAY = 86_400.0  # a generated workload's pods start within a day of policy.workload.EPOCH
 
 ROWS = (
     ("preemptions", "preemptions"),
@@ -52,11 +54,17 @@ def run(
     shape: str = "cpu",
     pressure: float = 1.0,
     placement: str = scoring.DEFAULT.value,
+    policy: Policy | None = None,
+    policy_path: str | None = None,
+    now: float | None = None,
 ) -> str:
     """The rendered report; bad input raises a ReprieveError naming the file and object.
     ``warn`` is given a line for each item the snapshot loader leaves out (with ``strict``, the
     first is an error instead) and for each thing left out of the queue
-    (extender.commands.pending); by default the lines go to stderr."""
+    (extender.commands.pending); by default the lines go to stderr. With ``policy`` (the file
+    at ``policy_path``) reprieve's side decides under its rules, ranking and guards, judged at
+    ``now`` (seconds since the epoch) for a snapshot and at the end of the generated day
+    (policy.workload.EPOCH + 1 day) for a generated workload."""
     how = _placement(placement)
     if generate is not None:
         if snapshot_path or pods_path:
@@ -65,6 +73,7 @@ def run(
             raise ConfigError(f"--generate must be at least 1, not {generate}")
         made = generated(generate, seed=seed, shape=shape, pressure=pressure)
         view, pending = made.view, made.pending
+        now = workload.EPOCH + GENERATED_DAY
         source = {"snapshot": None, "pods": None, "generate": generate, "seed": seed, "shape": shape, "pressure": pressure}
     else:
         if shape != "cpu" or pressure != 1.0:
@@ -80,8 +89,11 @@ def run(
             warn(note)
         view, pending = queue.view, queue.pods
         source = {"snapshot": snapshot_path, "pods": pods_path, "generate": None, "seed": None}
-    report = build_report(view, pending, replace=replace, placement=how)
-    report["input"] = {**source, "replace": replace, "placement": placement}
+    reprieve = None
+    if policy is not None:
+        reprieve = replay.reprieve_with(rules=policy.rules, order=policy.order, guards=policy.guards, now=now)
+    report = build_report(view, pending, replace=replace, placement=how, reprieve=reprieve)
+    report["input"] = {**source, "replace": replace, "placement": placement, "policy": policy_path}
     if output == "json":
         return orjson.dumps(report, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode() + "\n"
     return render(report)
@@ -112,9 +124,14 @@ def _placement(name: str) -> scoring.Placement:
 
 
 def build_report(
-    view: ClusterView, pending: tuple[Pod, ...], *, replace: bool, placement: scoring.Placement = scoring.DEFAULT
+    view: ClusterView,
+    pending: tuple[Pod, ...],
+    *,
+    replace: bool,
+    placement: scoring.Placement = scoring.DEFAULT,
+    reprieve: replay.Decider | None = None,
 ) -> dict:
-    runs = replay.compare(view, pending, replace=replace, placement=placement)
+    runs = replay.compare(view, pending, replace=replace, placement=placement, reprieve=reprieve)
     totals = {side: r.totals.as_dict() for side, r in runs.items()}
     totals["difference"] = {k: totals[replay.REPRIEVE][k] - totals[replay.STOCK][k] for k in replay.Totals.FIELDS}
     return {
@@ -158,6 +175,8 @@ def render(report: dict) -> str:
         what = f"{source['snapshot']}: its own pending pods, in queue order"
     else:
         what = f"{source['snapshot']} + {source['pods']}"
+    if source.get("policy"):
+        what += f", reprieve under policy {source['policy']}"
     lines = [
         what,
         f"{load['nodes']} nodes, {load['bound_pods']} bound pods, {load['budgets']} PDBs, "

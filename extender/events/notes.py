@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from extender import times
 from policy import gangs, homes, ranking, stock
+from policy.causes import GUARDED, Refusal
 from policy.criteria import Stay
 from policy.model import Pod
 from policy.preempt import PreemptDecision, Proposal, Verdict
@@ -23,6 +24,9 @@ from policy.view import ClusterView
 PREEMPTING = "Preempting"  # on the preemptor: reprieve's answer is being carried out
 CHOSEN = "ChosenForPreemption"  # on each victim
 SHADOW = "ShadowPreemption"  # on the preemptor, in shadow mode: what reprieve would have done
+# On the preemptor, at once: no node offered because the policy's guards (strict budgets,
+# minimum runtime: policy.guards) dropped nodes; the pod stays pending.
+BLOCKED = "PreemptionBlocked"
 ACTION = "Preempt"
 
 _LIST = 3  # names per list before "and N more"
@@ -121,6 +125,16 @@ def preemptor_note(a: Answer) -> str:
     text = f"On {a.node}: {_broken(a)}{_count(a.violations, 'PDB violation')}; evicts {_pods(a.victims)}"
     text += _against_stock(a)
     return times.readable(text + "." + _others(a))
+
+
+def blocked_note(decision: PreemptDecision) -> str | None:
+    """Why the preemptor stays pending, where no node is offered and the policy's guards dropped
+    some (policy.preempt words it: each such node and why); None otherwise."""
+    if decision.answer or decision.refusal is not Refusal.NONE or decision.defers:
+        return None
+    if not any(o.verdict is Verdict.DROPPED and o.cause in GUARDED for o in decision.outcomes):
+        return None
+    return times.readable(f"Not preempting, the pod stays pending: {decision.reasons[0]}.")
 
 
 def victim_note(a: Answer, victim: Pod) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 from extender.config import Events, Mode
 from extender.events import notes
-from extender.events.recorder import Event, Recorder, Ref
+from extender.events.recorder import WARNING, Event, Recorder, Ref
 from extender.state.ledger import Ledger, Progress, progress
 from extender.state.source import ClusterSource
 from policy.model import InFlight, Pod
@@ -67,6 +67,9 @@ class Witness:
             return
         if not self._shadow and not decision.answer:
             self.ledger.drop_events(preemptor.uid)  # the scheduler asked again and got nothing: nothing will happen
+            blocked = notes.blocked_note(decision)
+            if blocked is not None:  # the policy's guards leave it pending: say so now, nothing else will
+                self.recorder.record(Event(_ref(preemptor), notes.BLOCKED, notes.ACTION, blocked, type=WARNING))
             return
         answer = notes.capture(view, preemptor, proposals, decision)
         if not self._shadow and answer.node is None:

@@ -24,6 +24,7 @@ from extender.serving.verbs import filter as filter_verb
 from extender.serving.verbs import preempt as preempt_verb
 from extender.serving.verbs import prioritize as prioritize_verb
 from policy import ranking
+from policy.guards import Guards
 from policy.tenancy import Rules
 
 JSON = "application/json"
@@ -46,8 +47,9 @@ def create_app(
     stopping: threading.Event | None = None,
     order: ranking.Order = ranking.DEFAULT,
     stall: Stall | None = None,
+    guards: Guards | None = None,
 ) -> Flask:
-    """``rules`` and ``order``: the --policy file's (extender.policy_file). ``events`` (extender.events) records Kubernetes Events about its preemptions,
+    """``rules``, ``order`` and ``guards``: the --policy file's (extender.policy_file). ``events`` (extender.events) records Kubernetes Events about its preemptions,
     reading the answers from its ledger, which the verbs record in; ``stopping`` is set when the
     server begins to shut down: from then on /readyz fails. ``stall`` (extender.stall): while it
     says the process was just stopped or starved, the verbs answer as while the view is not
@@ -73,7 +75,7 @@ def create_app(
             code = 200
             try:
                 view = None if stall is not None and stall.recent() else cluster.view()
-                context = Context(view, metrics, log, standings, ledger, settings.mode, started, events, order, stall)
+                context = Context(view, metrics, log, standings, ledger, settings.mode, started, events, order, stall, guards)
                 return code, handler(body, context)
             except (BadRequest, Unanswerable) as exc:
                 code = exc.status

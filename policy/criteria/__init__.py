@@ -19,12 +19,14 @@ from policy.criteria import (
     pdb_violations,
     priority_sum,
     start,
+    strict_budgets,
     top_priority,
     victims,
 )
 from policy.criteria.criterion import Criterion, Facts, Kind, Reach, Stay, Unit
 from policy.model import Pod
 
+STRICT_BUDGETS = strict_budgets.CRITERION
 OPTED_OUT = opted_out.CRITERION
 PDB_VIOLATIONS = pdb_violations.CRITERION
 BROKEN_GANGS = broken_gangs.CRITERION
@@ -40,6 +42,7 @@ START = start.CRITERION
 
 # The registry, in the default order.
 CANONICAL: tuple[Criterion, ...] = (
+    STRICT_BUDGETS,  # a policy's strictBudgets: first where the rule is on, left out of the order otherwise
     OPTED_OUT,  # a last resort is last whatever else: first in every order
     PDB_VIOLATIONS,
     BROKEN_GANGS,
@@ -53,7 +56,7 @@ CANONICAL: tuple[Criterion, ...] = (
     DELETION_COST,
     START,  # the tie-breaker: last in every order
 )
-MOVABLE = CANONICAL[1:-1]  # what a policy may reorder
+MOVABLE = CANONICAL[2:-1]  # what a policy may reorder
 BY_NAME = {c.name: c for c in CANONICAL}
 # The parts of a cost's one-line summary (policy.ranking.Cost.describe), in its order.
 SUMMARY = (OPTED_OUT, BROKEN_GANGS, GANG_WORK, PDB_VIOLATIONS, TOP_PRIORITY, HOMELESS, VICTIMS)
@@ -75,6 +78,6 @@ def values(pod: Pod, facts: Facts) -> tuple:
 
 __all__ = [
     "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "Criterion", "DELETION_COST", "Facts", "GANG_WORK", "GUARANTEED", "HOMELESS", "Kind",
-    "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PER_POD", "PRIORITY_SUM", "Reach", "START", "SUMMARY", "Stay",
+    "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PER_POD", "PRIORITY_SUM", "Reach", "START", "STRICT_BUDGETS", "SUMMARY", "Stay",
     "TOP_PRIORITY", "Unit", "VICTIMS", "values",
 ]

@@ -53,6 +53,7 @@ class Facts:
     gang_of: GangOf | None = None
     opted_out: frozenset[str] = frozenset()  # UIDs whose eviction is a last resort (policy.tenancy)
     no_home: frozenset[str] = frozenset()  # UIDs of candidates with no home off the node (policy.homes)
+    strict_of: BudgetsOf | None = None  # the strict budgets covering a pod (policy.guards); None: no such rule
     values: dict[str, tuple] = field(default_factory=dict)  # UID -> its per-pod values (policy.criteria.values)
     memo: dict = field(default_factory=dict)  # what a criterion keeps per pod for the request, by its own keys
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from policy import homes, ranking, resources, tenancy
+from policy import guards, homes, ranking, resources, tenancy
 from policy.causes import Cause
 from policy.criteria import Facts
 from policy.model import POD_ANTI_AFFINITY, Pod
@@ -25,8 +25,10 @@ def evaluate(request: Request, name: str, swap: bool = False) -> NodeOutcome:
     """Candidate ``name``'s outcome (with policy.exact's swap pass if ``swap``), as the rules
     allow it if there are any."""
     outcome = _judged(request, name, swap)
-    if request.screen is not None and outcome.verdict is Verdict.PASSED_THROUGH and not outcome.kept_scheduler_victims:
-        # The rules cannot be checked on victims reprieve does not know: not offered.
+    judging = request.screen is not None or request.guarded
+    if judging and outcome.verdict is Verdict.PASSED_THROUGH and not outcome.kept_scheduler_victims:
+        # The rules (and the guards: strict budgets, minimum runtime) cannot be checked on
+        # victims reprieve does not know: not offered.
         outcome = dataclasses.replace(
             outcome, verdict=Verdict.DROPPED, reasons=(*outcome.reasons, "with a policy, not offered unjudged")
         )
@@ -263,9 +265,13 @@ def _no_room_here(
 
 
 def _keep_scheduler_victims(request: Request, name: str, victims: list[Pod], cause: Cause, why: str) -> NodeOutcome:
-    """The scheduler's victims, unless the rules protect one of them: reprieve cannot choose
-    others here, so the node is dropped."""
-    screen = request.screen
+    """The scheduler's victims, unless the rules protect one of them or they break a guard (a
+    pod inside its minimum runtime, a strict budget violated: policy.guards): reprieve cannot
+    choose others here, so the node is dropped."""
+    screen, choosing = request.screen, request.choosing
+    guarded, broken_guard = guards.check(victims, inside=choosing.inside, strict_of=choosing.strict_of)
+    if guarded is not Cause.NONE:
+        return NodeOutcome(name, Verdict.DROPPED, guarded, reasons=(f"{why}; but {broken_guard}",))
     opted_out = []
     if screen is not None:
         for pod in victims:
@@ -317,7 +323,8 @@ def _priced(
     and those of them with no home off the node."""
     homeless = homes.homeless(victims, request.homes, node=name)
     no_home = frozenset(p.uid for p in victims if p.key in homeless.pods)
-    return request.order.cost(victims, Facts(request.budgets, request.gang_of, opted_out, no_home)), homeless
+    facts = Facts(request.budgets, request.gang_of, opted_out, no_home, strict_of=request.choosing.strict_of)
+    return request.order.cost(victims, facts), homeless
 
 
 def _nameable(proposed: set[str], now: float | None) -> Callable[[Pod], bool]:

@@ -31,3 +31,4 @@ class Request:
     budgets: BudgetsOf
     homes: homes.Homes  # homes.of(view)
     choosing: victims.Choosing  # what policy.victims needs of it, the same for every node
+    guarded: bool = False  # the policy's guards are on (policy.guards: choosing holds their judgements)

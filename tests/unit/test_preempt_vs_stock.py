@@ -5,11 +5,14 @@ would pick among the same proposals (nominations, budgets, gangs with members el
 terminating and BestEffort pods, pod-count limits).
 
 With a multi-tenant policy there is no such guarantee: its rules protect pods stock would
-take, so reprieve may need costlier victims or no node at all (docs/policy.md)."""
+take, so reprieve may need costlier victims or no node at all (docs/policy.md). With strict
+budgets (policy.guards), which stock does not see, reprieve's victims on a node violate none
+and cost no more than stock's by the strict order, or no set can keep them and the node is
+dropped."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from policy import homes, preempt, ranking, stock
@@ -225,3 +228,68 @@ def test_stocks_victims_are_costed_as_reprieves_own_and_never_cheaper(
         assert outcome.proposed_cost.key == cost_key(theirs, v, order, node=outcome.node)
         if outcome.cost is not None:
             assert outcome.cost.key <= outcome.proposed_cost.key, (outcome.node, outcome.reasons)
+
+
+# ------------------------------------------------------------------ strict budgets (policy.guards)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    running=st.lists(
+        st.tuples(
+            st.integers(0, 6),  # priority
+            st.integers(0, 6),  # cpu
+            st.sampled_from([G, B]),  # QoS when the pod requests cpu (BestEffort otherwise)
+            st.integers(0, 50),  # start
+            st.integers(0, 2),  # budget: none, a (strict: namespace kafka), b (not strict)
+            st.integers(0, 9),  # terminating when 0
+        ),
+        max_size=9,
+    ),
+    allowed=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    need=st.integers(1, 8),
+    preemptor_priority=st.integers(1, 7),
+    order=st.permutations(ranking.MOVABLE).map(ranking.Order),
+)
+def test_with_strict_budgets_reprieve_violates_none_where_stock_need_not(running, allowed, need, preemptor_priority, order):
+    # Stock does not see strict budgets. On a node, reprieve's victims violate none, and by the
+    # strict order cost no more than stock's; or no set does (stock's victims violate one too)
+    # and the node is dropped (Cause.STRICT_BUDGET).
+    from policy.criteria import Facts
+    from policy.guards import Guards, StrictBudgets
+    from policy.pdb import count_violations
+    from policy.victims import NodeRejected
+
+    pods = [
+        pod(
+            f"p{i}", node="n1", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
+            ns="kafka" if budget == 1 else "default", labels={"app": ("x", "a", "b")[budget], "id": str(i)},
+            terminating=term == 0, kind=KINDS[i % 4],
+        )
+        for i, (prio, cpu, qos, start, budget, term) in enumerate(running)
+    ]
+    budgets = [pdb("a", allowed=allowed[0], match={"app": "a"}, ns="kafka"), pdb("b", allowed=allowed[1], match={"app": "b"})]
+    v = view([node("n1", cpu=12)], pods, budgets)
+    strict_of = Guards(strict=StrictBudgets(namespaces=frozenset({"kafka"}))).strict_of(v.budgets_covering, v)
+    strict = order.with_strict()
+    preemptor = pod("pre", cpu=need, priority=preemptor_priority)
+    where = homes.of(v)
+    choosing = Choosing(preemptor, v.budgets_covering, order=strict, homes=where, strict_of=strict_of)
+    mine = select_victims(node=v.nodes["n1"], choosing=choosing)
+    theirs = stock.select_victims(node=v.nodes["n1"], preemptor=preemptor, reservations=(), budgets_of=v.budgets_covering)
+    if not isinstance(theirs, stock.Victims):
+        return
+    if isinstance(mine, NodeRejected):
+        event("the node dropped for a strict budget")
+        assert mine.cause is Cause.STRICT_BUDGET, mine
+        assert count_violations(theirs.victims, strict_of).count > 0
+        return
+    assert count_violations(mine.victims, strict_of).count == 0
+    if count_violations(theirs.victims, strict_of).count:
+        event("stock violates a strict budget reprieve keeps")
+
+    def key(victims):
+        no_home = frozenset(p.uid for p in victims if where.home(p, excluding="n1") is None)
+        return strict.cost(victims, Facts(v.budgets_covering, v.gang_of, no_home=no_home, strict_of=strict_of)).key
+
+    assert key(mine.victims) <= key(theirs.victims), ([p.name for p in mine.victims], [p.name for p in theirs.victims])

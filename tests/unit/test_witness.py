@@ -405,3 +405,42 @@ def test_a_gang_member_its_gang_can_spare_stays_for_its_own_reasons():
     w.check(carried_out(v, preemptor, low))
     note = recorded.events[1].note
     assert "(higher priority 5)" in note and "a member of gang" not in note, note
+
+
+def test_a_pod_the_guards_leave_pending_is_told_why_at_once():
+    # Both nodes' only victims are Kafka brokers behind a budget allowing none, which the
+    # policy makes strict: no node is offered, and the preemptor gets a Warning Event at once
+    # (nothing will be carried out to wait for). Without the guards nothing is recorded.
+    from extender.events.recorder import WARNING
+    from policy.guards import Guards, StrictBudgets
+
+    brokers = [pod(f"b{i}", ns="kafka", node=f"n{i}", cpu=4, priority=1, labels={"app": "b"}) for i in (1, 2)]
+    preemptor = pod("urgent", ns="shop", cpu=4, priority=10)
+    v = view([node("n1", cpu=4), node("n2", cpu=4)], [*brokers, preemptor], [pdb("b", allowed=0, match={"app": "b"}, ns="kafka")])
+    proposals = {b.node_name: Proposal((b.uid,), 1) for b in brokers}
+    guards = Guards(strict=StrictBudgets(namespaces=frozenset({"kafka"})))
+    w, recorded, _ = witness()
+    decision = decide(view=v, preemptor=preemptor, proposals=proposals, guards=guards)
+    assert decision.answer == {}
+    w.answered(v, preemptor, proposals, decision)
+    [event] = recorded.events
+    assert (event.reason, event.type, event.regarding.uid, event.related) == ("PreemptionBlocked", WARNING, preemptor.uid, None)
+    assert event.note == (
+        "Not preempting, the pod stays pending: no candidate node can make room for the pod without violating a strict "
+        "PodDisruptionBudget: n1: every victim set that makes room here violates strict PodDisruptionBudget kafka/b: "
+        "the pods it may take within their allowance free too little (short of cpu=4); n2: every victim set that "
+        "makes room here violates strict PodDisruptionBudget kafka/b: the pods it may take within their allowance "
+        "free too little (short of cpu=4)."
+    )
+    assert len(w) == 0  # nothing awaited
+    plain = decide(view=v, preemptor=preemptor, proposals=proposals)
+    w2, recorded2, _ = witness()
+    w2.answered(v, preemptor, proposals, plain)
+    assert recorded2.events == [] and len(w2) == 1  # an answer, awaited as ever
+    # No node for another reason (only a higher-priority pod there): no Event.
+    full = view([node("n1", cpu=4)], [pod("x", node="n1", cpu=4, priority=20), preemptor])
+    empty = {"n1": Proposal((), 0)}
+    nothing = decide(view=full, preemptor=preemptor, proposals=empty, guards=guards)
+    w3, recorded3, _ = witness()
+    w3.answered(full, preemptor, empty, nothing)
+    assert nothing.answer == {} and recorded3.events == []

@@ -21,6 +21,7 @@ from extender.state.ledger import Ledger
 from extender.state.standings import Standings
 from policy.causes import Refusal
 from policy import ranking
+from policy.guards import Guards
 from policy.model import Pod
 from policy.view import ClusterView
 
@@ -40,6 +41,7 @@ class Context:
     events: Witness | None = None  # preempt answers to record Events about (extender.events)
     order: ranking.Order = ranking.DEFAULT  # the ranking's order (the --policy file's)
     stall: Stall | None = None  # extender.stall: was the process just stopped or starved?
+    guards: Guards | None = None  # strictBudgets and minimumRuntime (the --policy file's: policy.guards)
 
     def stalled(self) -> bool:
         """The process was stopped or starved just now (a decision made before may rest on a

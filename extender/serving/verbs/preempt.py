@@ -32,6 +32,7 @@ def handle(body: bytes, ctx: Context) -> bytes:
         in_flight=ctx.ledger.in_flight(ctx.view, asking=preemptor),
         now=time.time(),
         order=ctx.order,
+        guards=ctx.guards,
     )
     if ctx.stalled():  # stopped while deciding: the view may miss what the scheduler did meanwhile
         return ctx.not_ready("preempt", lambda: _answer(proposals))
