@@ -111,7 +111,7 @@ class ClusterView:
     revision: int = field(default=0, compare=False)
     changes: Changes | None = field(default=None, compare=False, repr=False)
     # gang key -> policy.gangs.Gang (or None), computed on first use (gang_of): never carried over.
-    _gangs: dict[gangs.GangMark, gangs.Gang | None] = field(default_factory=dict, init=False, compare=False, repr=False)
+    _gangs: dict[str, gangs.Gang | None] = field(default_factory=dict, init=False, compare=False, repr=False)
     # policy.homes.Homes of this view, made on first use (policy.homes.of): never carried over,
     # and not an init field, so that a view made with dataclasses.replace starts without it.
     _homes: dict[str, object] = field(default_factory=dict, init=False, compare=False, repr=False)
@@ -250,10 +250,11 @@ class ClusterView:
         mark = pod.gang
         if mark is None:
             return None
-        # By the whole mark, not its key: members may carry different counts (Kueue's, LWS's),
-        # and each is judged by its own.
+        # One gang per key, whichever member asks (members may carry different counts: the
+        # largest holds, policy.gangs.gang). A pod the view does not hold has the gang its
+        # key's members make, if any.
         cache = self._gangs
-        found = cache.get(mark, _UNSEEN)
+        found = cache.get(mark.key, _UNSEEN)
         if found is _UNSEEN:
-            found = cache[mark] = gangs.gang(mark, self.gang_members.get(mark.key, ()), self.group_minimums)
+            found = cache[mark.key] = gangs.gang(self.gang_members.get(mark.key, ()), self.group_minimums)
         return found

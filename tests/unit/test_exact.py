@@ -48,8 +48,9 @@ def brute_force(search: exact.Search):
     return best
 
 
-# flag -> the gang a pod belongs to (see pods_on_a_node)
-GANGS = {2: ("g1", None), 3: ("g1", None), 4: ("g1", None), 5: ("g2", None)}
+# flag -> the gang a pod belongs to (see pods_on_a_node). g3's members carry their own minimums,
+# and disagree (Kueue's total count and LeaderWorkerSet's size are per pod).
+GANGS = {2: ("g1", None), 3: ("g1", None), 4: ("g1", None), 5: ("g2", None), 6: ("g3", 2), 7: ("g3", 3)}
 
 pods_on_a_node = st.lists(
     st.tuples(
@@ -59,7 +60,7 @@ pods_on_a_node = st.lists(
         st.sampled_from([G, B]),  # QoS when it requests something
         st.integers(0, 3),  # start
         st.sampled_from(["a", "b", "ab", ""]),  # budgets covering it ("ab": both, overlapping)
-        st.integers(0, 7),  # terminating when 0, opted out when 1; in gang g1 when 2-4, g2 when 5
+        st.integers(0, 9),  # terminating when 0, opted out when 1; in gang g1 when 2-4, g2 when 5, g3 when 6-7
     ),
     max_size=8,
 )
@@ -80,6 +81,14 @@ orders = st.permutations(ranking.MOVABLE).map(ranking.Order)
     running=[(0, 0, 0, G, 0, "a", 0), (0, 2, 0, G, 0, "a", 2), (1, 1, 0, B, 0, "ab", 2), (0, 0, 1, G, 0, "a", 2),
              (0, 1, 0, G, 0, "a", 1), (1, 0, 1, G, 0, "ab", 1)],
     allowed=(0, 0), room=(3, 0), order=ranking.DEFAULT,
+)
+# Members of one gang with different minimums (g3: 2 and 3): the search counted the gang broken
+# once per class, each class by its own minimum, and pruned the cheapest set (2 broken gangs for
+# one); the ranking counted it by whichever member came last. One minimum per gang now.
+@example(
+    running=[(0, 0, 0, G, 0, "a", 6), (0, 0, 0, G, 0, "a", 8), (0, 1, 0, G, 1, "a", 6), (0, 0, 1, G, 0, "a", 6),
+             (0, 0, 1, G, 0, "a", 7), (0, 1, 0, G, 1, "a", 8)],
+    allowed=(0, 0), room=(1, 0), order=ranking.DEFAULT,
 )
 def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room, order):
     pods = [
