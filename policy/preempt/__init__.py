@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from policy import gangs, homes, ranking, victims
+from policy import apps, gangs, homes, ranking, victims
 from policy.causes import Refusal
 from policy.model import InFlight, Pod
 from policy.pdb import less_spent
@@ -71,15 +71,16 @@ def decide(
         return PreemptDecision(answer={}, outcomes=(), reasons=(why,), refusal=refusal, order=order)
 
     # Victims of answers in flight still run in the view: their gangs can spare that many
-    # fewer, and their budgets allow that many fewer disruptions (the status has not counted
-    # them yet).
+    # fewer, their budgets allow that many fewer disruptions (the status has not counted
+    # them yet), and their applications run that many fewer pods (or already end).
     gang_of = gangs.less_taken(view.gang_of, (v for f in in_flight for v in f.victims))
     budgets = less_spent(view.budgets_covering, (v for f in in_flight for v in f.victims))
+    app_of = apps.less_taken(view.app_of, (v for f in in_flight for v in f.victims))
     where = homes.of(view)
     request = Request(
         view=view, preemptor=preemptor, proposals=proposals, in_flight=in_flight, screen=screen, now=now,
-        order=order, exhaustive=exhaustive, gang_of=gang_of, budgets=budgets, homes=where,
-        choosing=victims.Choosing(preemptor, budgets, screen, gang_of, order, where),
+        order=order, exhaustive=exhaustive, gang_of=gang_of, budgets=budgets, app_of=app_of, homes=where,
+        choosing=victims.Choosing(preemptor, budgets, screen, gang_of, order, where, app_of),
     )
     outcomes = outcomes_by_node(request)
     answer, reasons = offer(request, outcomes)

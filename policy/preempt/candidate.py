@@ -282,8 +282,9 @@ def _keep_scheduler_victims(request: Request, name: str, victims: list[Pod], cau
     homeless = homes.homeless(victims, request.homes, node=name)
     no_home = frozenset(p.uid for p in victims if p.key in homeless.pods)
     # The one Order.cost outside policy.victims: victims reprieve did not choose.
-    cost = request.order.cost(victims, Facts(request.budgets, request.gang_of, frozenset(opted_out), no_home))
+    cost = request.order.cost(victims, Facts(request.budgets, request.gang_of, frozenset(opted_out), no_home, request.app_of))
     violations, broken = cost.detail(ranking.PDB_VIOLATIONS), cost.detail(ranking.BROKEN_GANGS)
+    ended = cost.detail(ranking.MANAGERS)
     return NodeOutcome(
         name,
         Verdict.CHOSEN,
@@ -295,6 +296,7 @@ def _keep_scheduler_victims(request: Request, name: str, victims: list[Pod], cau
         reasons=(
             f"kept the scheduler's victims: {why}", violations.describe(),
             *((broken.describe(),) if broken.count else ()),
+            *((ended.describe(),) if ended.count else ()),
             *((homeless.describe(),) if homeless.count else ()),
         ),
         broken=broken,
