@@ -6,10 +6,11 @@ Upstream's ``pickOneNodeForPreemption`` uses PDB violations, the highest victim 
 sum of priorities, the count and the start; reprieve adds broken gangs, the pods lost with
 them and with their managers, the QoS classes, victims with no home and the pod-deletion-cost.
 A policy may reorder the criteria between the first and the last (``Order``; docs/policy.md):
-the opted-out victims stay first (a last resort is last whatever else) and the start last (a tie-breaker, whose lower bound holds only where the priorities
-before it are equal). Terminating victims are already leaving and cost nothing, so only live
-victims are counted. Nodes equal on every criterion are all returned; the scheduler then
-picks among them with its own rules.
+the opted-out victims stay first (a last resort is last whatever else) and the start last (a
+tie-breaker, whose lower bound holds only where the priorities before it are equal).
+Terminating victims are already leaving and cost nothing, so only live victims are counted.
+Nodes equal on every criterion are all returned; the scheduler then picks among them with its
+own rules.
 """
 
 from __future__ import annotations
