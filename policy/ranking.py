@@ -3,13 +3,14 @@
 A cost is a lexicographic key over the criteria of policy.criteria (one module each, the
 default order their registry's), each only breaking ties left by the ones before it.
 Upstream's ``pickOneNodeForPreemption`` uses PDB violations, the highest victim priority, the
-sum of priorities, the count and the start; reprieve adds broken gangs, the QoS classes and
-victims with no home. A policy may reorder the criteria between the first and the last
-(``Order``; docs/policy.md): the opted-out victims stay first (a last resort is last whatever
-else) and the start last (a tie-breaker, whose lower bound holds only where the priorities
-before it are equal). Terminating victims are already leaving and cost nothing, so only live
-victims are counted. Nodes equal on every criterion are all returned; the scheduler then
-picks among them with its own rules.
+sum of priorities, the count and the start; reprieve adds broken gangs, the pods lost with
+them and with their managers, the QoS classes, victims with no home and the pod-deletion-cost.
+A policy may reorder the criteria between the first and the last (``Order``; docs/policy.md):
+the opted-out victims stay first (a last resort is last whatever else) and the start last (a
+tie-breaker, whose lower bound holds only where the priorities before it are equal).
+Terminating victims are already leaving and cost nothing, so only live victims are counted.
+Nodes equal on every criterion are all returned; the scheduler then picks among them with its
+own rules.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from policy.criteria import (
     CANONICAL,
     GUARANTEED,
     HOMELESS,
+    MANAGERS,
     MOVABLE,
     OPTED_OUT,
     PDB_VIOLATIONS,
@@ -49,7 +51,7 @@ from policy.model import Pod
 
 # The criteria by name, with the rest of the ranking's vocabulary.
 __all__ = [
-    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "DEFAULT", "DELETION_COST", "GANG_WORK", "GUARANTEED", "HOMELESS", "MOVABLE", "OPTED_OUT",
+    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "DEFAULT", "DELETION_COST", "GANG_WORK", "GUARANTEED", "HOMELESS", "MANAGERS", "MOVABLE", "OPTED_OUT",
     "PDB_VIOLATIONS", "PRIORITY_SUM", "SHIFT", "START", "STRICT_BUDGETS", "TOP_PRIORITY", "VICTIMS", "Cost", "Criterion", "Facts",
     "FULL", "Kind", "Layout", "Order", "Reach", "Unit", "best",
 ]

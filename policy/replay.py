@@ -36,7 +36,7 @@ import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from policy import gangs, homes, ranking, scoring, stock
+from policy import apps, gangs, homes, ranking, scoring, stock
 from policy.criteria import gang_work
 from policy.guards import Guards
 from policy.model import DisruptionBudget, Pod
@@ -141,6 +141,7 @@ class Step:
     why: str
     broken_gangs: tuple[str, ...] = ()  # keys of the gangs its victims broke (policy.gangs)
     stranded: int = 0  # running members of those gangs left behind, their work lost (policy.criteria.gang_work)
+    managed_lost: int = 0  # running pods left behind by the managers its victims include (policy.apps)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +156,7 @@ class Totals:
     pdb_violations: int  # victims that took a budget below zero (policy.pdb.count_violations, per preemption)
     broken_gangs: int  # distinct gangs that lost more running members than they could spare
     members_stranded: int  # running members of the broken gangs not evicted: idle, their work lost
+    managed_pods_lost: int  # running pods of the applications whose managers were evicted, not evicted themselves
     guaranteed_victims: int
     burstable_victims: int
     priority_loss: int  # sum over victims of (priority - floor + 1), floor: the lowest priority in the workload
@@ -171,6 +173,7 @@ class Totals:
         "pdb_violations",
         "broken_gangs",
         "members_stranded",
+        "managed_pods_lost",
         "guaranteed_victims",
         "burstable_victims",
         "priority_loss",
@@ -230,6 +233,7 @@ def replay(
         broke = gangs.count_broken(live, current.gang_of)
         broken = tuple(g.key for g in broke.gangs)
         stranded = gang_work.lost(live, broke, current.gang_of) - len(live) if broke.count else 0
+        managed_lost = apps.ended(live, current.app_of).stranded
         where = homes.of(current)
         no_home = tuple(v.key for v in live if where.home(v, excluding=choice.node) is None)
         cluster.apply(pod, choice.node, choice.victims)
@@ -237,7 +241,8 @@ def replay(
         if replace:
             queue.extend((_replacement(v), depth + 1) for v in live if v.owner is not None)
         steps.append(
-            Step(pod.key, depth, choice.node, tuple(v.key for v in live), violations, no_home, choice.why, broken, stranded)
+            Step(pod.key, depth, choice.node, tuple(v.key for v in live), violations, no_home, choice.why, broken, stranded,
+                 managed_lost)
         )
     return Run(side, tuple(steps), _totals(steps, removed, floor), cluster.view)
 
@@ -269,6 +274,7 @@ def _totals(steps: list[Step], victims: list[Pod], floor: int) -> Totals:
         # A gang broken once stays broken (its running members below the minimum): counted once.
         broken_gangs=len({key for s in steps for key in s.broken_gangs}),
         members_stranded=sum(s.stranded for s in steps),
+        managed_pods_lost=sum(s.managed_lost for s in steps),
         guaranteed_victims=sum(v.qos == QoS.GUARANTEED for v in victims),
         burstable_victims=sum(v.qos == QoS.BURSTABLE for v in victims),
         priority_loss=sum(v.priority - floor + 1 for v in victims),

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from policy import exact, gangs, ranking, resources
+from policy import apps, exact, gangs, ranking, resources
 from policy.causes import Cause
 from policy.criteria import Facts
 from policy.homes import NONE_HOMELESS, Homeless, Homes, homeless
@@ -37,6 +37,7 @@ class Choosing:
     homes: Homes | None = None  # where victims could go (policy.homes)
     inside: Inside | None = None  # why a pod is inside its minimum runtime (policy.guards)
     strict_of: BudgetsOf | None = None  # the strict budgets covering a pod (policy.guards)
+    app_of: apps.AppOf | None = None  # applications with a manager (policy.apps)
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +231,7 @@ def _attempt(
     first = frozenset(p.uid for p in spare_first)
     homes = choosing.homes
     no_home = frozenset(p.uid for p in live if homes.home(p, excluding=node.name) is None) if homes else frozenset()
-    facts = Facts(choosing.budgets_of, choosing.gang_of, first, no_home, strict_of=choosing.strict_of)
+    facts = Facts(choosing.budgets_of, choosing.gang_of, first, no_home, choosing.app_of, strict_of=choosing.strict_of)
     greedy = _orders(live, [p for p in candidates if p.terminating], facts, checked)
     best = _best_reprieve(exact.Search(room, checked, live, leaving, facts, choosing.order), greedy, here, choosing.screen)
     # Law 2 over the whole set: if the reprieve takes too much from some queue, choose again,
@@ -335,6 +336,12 @@ def _selection(
     whole = gangs.kept_whole(candidates, victims, choosing.gang_of)
     if whole:
         reasons.append("takes no more than it can spare from " + "; ".join(g.describe() for g in whole))
+    ended = best.cost.detail(ranking.MANAGERS)
+    if ended.count:
+        reasons.append(ended.describe())
+    kept = _managers_kept(candidates, victims, choosing.app_of)
+    if kept:
+        reasons.append("keeps the manager of " + "; ".join(kept))
     gone = homeless(victims, choosing.homes, node=node.name) if choosing.homes is not None else NONE_HOMELESS
     if gone.count:
         reasons.append(gone.describe())
@@ -351,6 +358,18 @@ def _selection(
     if here.reservations:
         reasons.append(f"room held for nominated {_names(here.reservations)} kept free")
     return VictimSelection(node.name, victims, violations, tuple(reasons), opted_out, broken, gone, best.cost)
+
+
+def _managers_kept(candidates: Sequence[Pod], victims: Sequence[Pod], app_of: apps.AppOf | None) -> list[str]:
+    """``Spark application ns/x (4 running pod(s)): ns/driver`` for each live candidate that
+    manages running pods and stays (policy.apps): what the choice kept from ending."""
+    gone = {p.uid for p in victims}
+    kept = []
+    for pod in candidates:
+        found = None if pod.terminating or pod.uid in gone else apps.manages(pod, app_of)
+        if found is not None and found.running > 1:
+            kept.append(f"{found.describe()}: {pod.key}")
+    return kept
 
 
 def _no_room(here: _Here, short: str) -> NodeRejected:
@@ -396,7 +415,8 @@ def _orders(
     Members of gangs that cannot spare them (policy.gangs.protected) come first in a copy of
     every order but upstream's, tried before the plain ones (the ranking's order decides
     between a broken gang and what keeping it costs, policy.ranking). Where
-    some candidates have no home (``facts.no_home``), one more order keeps them first.
+    some candidates have no home (``facts.no_home``), one more order keeps them first; where
+    some manage an application (policy.apps), one more keeps them first.
     """
     first, no_home, budgets_of = facts.opted_out, facts.no_home, facts.budgets_of
     in_gangs = gangs.protected(live, facts.gang_of) if ganged else frozenset()
@@ -426,6 +446,9 @@ def _orders(
     orders.append((lambda p: (p.uid not in first,), frozenset(), live))
     if no_home and len(no_home) < len(live):
         orders.append((lambda p: (p.uid not in first, p.uid not in no_home), frozenset(), live))
+    managing = frozenset(p.uid for p in live if apps.manages(p, facts.app_of) is not None)
+    if managing and len(managing) < len(live):
+        orders.append((lambda p: (p.uid not in first, p.uid not in managing), frozenset(), live))
     if protected:
         size = _sizes(live, checked)
         orders.append((lambda p: (p.uid not in first, p.uid not in protected, size[p.uid]), protected, live))

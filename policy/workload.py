@@ -7,7 +7,10 @@ with ``--replace``. Every app whose pods may be disrupted has a PodDisruptionBud
 0, 1 or 2 disruptions, or none. About one app in three is a gang instead (a training job: its
 running Guaranteed and Burstable pods, spread over the nodes, are a Kueue pod group that needs
 every one of them, owned by a Job); they are drawn last, so that the rest of a seed's workload
-is what it was before gangs were generated. A few pending pods (priority 8) are nominated to a node and
+is what it was before gangs were generated. After them, about two apps in five of the others
+become an application with a manager (policy.apps), by their labels only: a Spark application
+(one of its running pods the driver, the rest executors) or a Ray cluster (a head and workers),
+alternately. A few pending pods (priority 8) are nominated to a node and
 hold room there. The pending pods are higher-priority preemptors (priorities 6-10, 1-6 cpu,
 Guaranteed or Burstable), one per ``pending``; about one node per four of them at ``pressure``
 1.0, fewer at a higher one.
@@ -21,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from policy import apps as managed
 from policy import gangs
 from policy.labels import Selector
 from policy.model import DisruptionBudget, Node, Pod
@@ -123,7 +127,8 @@ def generate(rng: Random, pending: int, *, pressure: float = 1.0) -> Workload:
         )
         for k in range(pending)
     )
-    return Workload(ClusterView.build(nodes=nodes, pods=_gangs(rng, apps, pods), budgets=budgets), preemptors)
+    pods = _managed(rng, apps, _gangs(rng, apps, pods))
+    return Workload(ClusterView.build(nodes=nodes, pods=pods, budgets=budgets), preemptors)
 
 
 def _gangs(rng: Random, apps: list[str], pods: list[Pod]) -> list[Pod]:
@@ -144,4 +149,25 @@ def _gangs(rng: Random, apps: list[str], pods: list[Pod]) -> list[Pod]:
         )
         for i in indexes:
             out[i] = replace(out[i], labels=labels, owner=f"job-{app}", gang=mark, placement=_OWNED_BY["job"])
+    return out
+
+
+def _managed(rng: Random, apps: list[str], pods: list[Pod]) -> list[Pod]:
+    """``pods`` with about two in five of the apps that are not gangs made an application with a
+    manager (see the module docstring): Spark and Ray alternately."""
+    ganged = {p.labels["app"] for p in pods if p.gang is not None}
+    chosen = [app for app in apps if app not in ganged and rng.random() < 0.4]
+    out = list(pods)
+    for n, app in enumerate(chosen):
+        indexes = [i for i, p in enumerate(pods) if p.labels["app"] == app and p.node_name is not None]
+        if len(indexes) < 2:
+            continue
+        manager = indexes[rng.randrange(len(indexes))]
+        for i in indexes:
+            if n % 2 == 0:
+                roles = {managed.SPARK_APP: app, managed.SPARK_ROLE: "driver" if i == manager else "executor"}
+            else:
+                roles = {managed.RAY_CLUSTER: app, managed.RAY_NODE_TYPE: "head" if i == manager else "worker"}
+            labels = {"app": app, **roles}
+            out[i] = replace(out[i], labels=labels, app=managed.mark(namespace=NAMESPACE, labels=labels))
     return out

@@ -32,6 +32,7 @@ ROWS = (
     ("pdb_violations", "PDB violations"),
     ("broken_gangs", "broken gangs"),
     ("members_stranded", "members stranded"),
+    ("managed_pods_lost", "pods lost with managers"),
     ("guaranteed_victims", "Guaranteed victims"),
     ("burstable_victims", "Burstable victims"),
     ("priority_loss", "priority-weighted loss"),
@@ -159,6 +160,7 @@ def _step(step: replay.Step) -> dict:
         "no_home": list(step.no_home),
         "broken_gangs": list(step.broken_gangs),
         "members_stranded": step.stranded,
+        "managed_pods_lost": step.managed_lost,
         "why": step.why,
     }
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from extender import times
-from policy import gangs, homes, ranking, stock
+from policy import apps, gangs, homes, ranking, stock
 from policy.causes import GUARDED, Refusal
 from policy.criteria import Stay
 from policy.model import Pod
@@ -56,6 +56,8 @@ class Answer:
     cost: ranking.Cost | None = None
     proposed_cost: ranking.Cost | None = None
     costs: Mapping[str, ranking.Cost] | None = None
+    manages: Mapping[str, str] | None = None  # UID -> the running pods it manages (victims and stayed), described
+    ended: tuple[str, ...] = ()  # the applications whose managers the victims include, described
 
 
 def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal], decision: PreemptDecision) -> Answer:
@@ -93,6 +95,7 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
     budgets = {p.uid: tuple(sorted(b.key for b in view.budgets_covering(p))) for p in (*victims, *stayed)}
     kept = {g.key for g in gangs.kept_whole((*victims, *stayed), victims, view.gang_of)}
     in_gangs = {p.uid: g.describe() for p in stayed if (g := view.gang_of(p)) is not None and g.key in kept}
+    manages = {p.uid: why for p in (*victims, *stayed) if (why := _manages(p, view)) is not None}
     where = homes.of(view)
     no_home = {
         p.uid: why for p in (*victims, *stayed) if (why := where.why_not(p, excluding=chosen.node)) is not None
@@ -116,13 +119,29 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
         cost=chosen.cost if chosen else None,
         proposed_cost=chosen.proposed_cost if chosen else None,
         costs={o.node: o.cost for o in decision.outcomes if o.cost is not None},
+        manages=manages,
+        ended=_ended(chosen),
     )
+
+
+def _ended(chosen) -> tuple[str, ...]:
+    """The applications the chosen victims end, as the cost counted them (policy.apps)."""
+    found = chosen.cost.details.get(ranking.MANAGERS) if chosen is not None and chosen.cost is not None else None
+    return tuple(a.describe() for a in found.apps) if found is not None else ()
+
+
+def _manages(pod: Pod, view: ClusterView) -> str | None:
+    """``it manages 4 running pod(s) of Spark application ns/etl`` for a manager of running pods."""
+    found = apps.manages(pod, view.app_of)
+    if found is None or found.running < 2:
+        return None
+    return f"it manages {found.running - 1} running pod(s) of {apps.named(found.key)}"
 
 
 def preemptor_note(a: Answer) -> str:
     """``On node-a: 0 PDB violations; evicts the Burstable batch/report-1, not the Guaranteed
     batch/report-2 stock would have taken. Not node-b: PDB violations 1 there vs 0 on node-a.``"""
-    text = f"On {a.node}: {_broken(a)}{_count(a.violations, 'PDB violation')}; evicts {_pods(a.victims)}"
+    text = f"On {a.node}: {_broken(a)}{_ends(a)}{_count(a.violations, 'PDB violation')}; evicts {_pods(a.victims)}"
     text += _against_stock(a)
     return times.readable(text + "." + _others(a))
 
@@ -141,7 +160,7 @@ def victim_note(a: Answer, victim: Pod) -> str:
     """Why ``victim``, and not the lower-priority pods that stay on the node."""
     text = f"For {a.preemptor.key} (priority {a.preemptor.priority}) on {a.node}"
     if a.stayed:
-        stay = Stay(a.budgets, a.in_gangs or {}, a.no_home or {})
+        stay = Stay(a.budgets, a.in_gangs or {}, a.no_home or {}, a.manages or {})
         groups: dict[str, list[str]] = {}
         for pod in a.stayed:
             groups.setdefault(_why_stays(pod, victim, stay, a.order), []).append(pod.key)
@@ -229,6 +248,11 @@ def _others(a: Answer) -> str:
 def _broken(a: Answer) -> str:
     """``breaks gang ...; `` when the victims break gangs (no victim set spared them)."""
     return "".join(f"breaks {g}; " for g in a.broken)
+
+
+def _ends(a: Answer) -> str:
+    """``ends Spark application ...; `` when the victims include applications' managers."""
+    return "".join(f"ends {app}; " for app in a.ended)
 
 
 def _count(n: int, what: str) -> str:

@@ -15,6 +15,7 @@ from policy.criteria import (
     gang_work,
     guaranteed,
     homeless,
+    managers,
     opted_out,
     pdb_violations,
     priority_sum,
@@ -31,6 +32,7 @@ OPTED_OUT = opted_out.CRITERION
 PDB_VIOLATIONS = pdb_violations.CRITERION
 BROKEN_GANGS = broken_gangs.CRITERION
 GANG_WORK = gang_work.CRITERION
+MANAGERS = managers.CRITERION
 TOP_PRIORITY = top_priority.CRITERION
 GUARANTEED = guaranteed.CRITERION
 BURSTABLE = burstable.CRITERION
@@ -48,6 +50,7 @@ CANONICAL: tuple[Criterion, ...] = (
     BROKEN_GANGS,
     GANG_WORK,
     TOP_PRIORITY,
+    MANAGERS,  # after the priority: docs/policy.md measures the places tried
     GUARANTEED,
     BURSTABLE,
     HOMELESS,
@@ -59,7 +62,7 @@ CANONICAL: tuple[Criterion, ...] = (
 MOVABLE = CANONICAL[2:-1]  # what a policy may reorder
 BY_NAME = {c.name: c for c in CANONICAL}
 # The parts of a cost's one-line summary (policy.ranking.Cost.describe), in its order.
-SUMMARY = (OPTED_OUT, BROKEN_GANGS, GANG_WORK, PDB_VIOLATIONS, TOP_PRIORITY, HOMELESS, VICTIMS)
+SUMMARY = (OPTED_OUT, BROKEN_GANGS, GANG_WORK, MANAGERS, PDB_VIOLATIONS, TOP_PRIORITY, HOMELESS, VICTIMS)
 
 # The criteria a pod has a value of its own for, in CANONICAL's order: a pod's ``values``.
 PER_POD = tuple(c for c in CANONICAL if c.kind in (Kind.SUM, Kind.MAX))
@@ -77,7 +80,7 @@ def values(pod: Pod, facts: Facts) -> tuple:
 
 
 __all__ = [
-    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "Criterion", "DELETION_COST", "Facts", "GANG_WORK", "GUARANTEED", "HOMELESS", "Kind",
+    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "Criterion", "DELETION_COST", "Facts", "GANG_WORK", "GUARANTEED", "HOMELESS", "Kind", "MANAGERS",
     "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PER_POD", "PRIORITY_SUM", "Reach", "START", "STRICT_BUDGETS", "SUMMARY", "Stay",
     "TOP_PRIORITY", "Unit", "VICTIMS", "values",
 ]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NamedTuple
 
+from policy.apps import AppOf
 from policy.gangs import GangOf
 from policy.model import Pod
 from policy.pdb import BudgetsOf
@@ -53,6 +54,7 @@ class Facts:
     gang_of: GangOf | None = None
     opted_out: frozenset[str] = frozenset()  # UIDs whose eviction is a last resort (policy.tenancy)
     no_home: frozenset[str] = frozenset()  # UIDs of candidates with no home off the node (policy.homes)
+    app_of: AppOf | None = None  # applications with a manager (policy.apps)
     strict_of: BudgetsOf | None = None  # the strict budgets covering a pod (policy.guards); None: no such rule
     values: dict[str, tuple] = field(default_factory=dict)  # UID -> its per-pod values (policy.criteria.values)
     memo: dict = field(default_factory=dict)  # what a criterion keeps per pod for the request, by its own keys
@@ -136,3 +138,4 @@ class Stay:
     budgets: Mapping[str, tuple[str, ...]]  # UID -> PodDisruptionBudgets covering it
     in_gangs: Mapping[str, str]  # UID -> its gang, described, where the victims kept it whole
     no_home: Mapping[str, str]  # UID -> why it has no home off the node
+    manages: Mapping[str, str] = field(default_factory=dict)  # UID -> the running pods it manages, described

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from policy import gangs, homes, ranking, victims
+from policy import apps, gangs, homes, ranking, victims
 from policy.causes import Refusal
 from policy.guards import Guards
 from policy.model import InFlight, Pod
@@ -80,10 +80,11 @@ def decide(
         return PreemptDecision(answer={}, outcomes=(), reasons=(why,), refusal=refusal, order=order)
 
     # Victims of answers in flight still run in the view: their gangs can spare that many
-    # fewer, and their budgets allow that many fewer disruptions (the status has not counted
-    # them yet).
+    # fewer, their budgets allow that many fewer disruptions (the status has not counted
+    # them yet), and their applications run that many fewer pods (or already end).
     gang_of = gangs.less_taken(view.gang_of, (v for f in in_flight for v in f.victims))
     budgets = less_spent(view.budgets_covering, (v for f in in_flight for v in f.victims))
+    app_of = apps.less_taken(view.app_of, (v for f in in_flight for v in f.victims))
     where = homes.of(view)
     inside = strict_of = None
     if guards is not None:
@@ -92,8 +93,10 @@ def decide(
             order = order.with_strict()
     request = Request(
         view=view, preemptor=preemptor, proposals=proposals, in_flight=in_flight, screen=screen, now=now,
-        order=order, exhaustive=exhaustive, gang_of=gang_of, budgets=budgets, homes=where,
-        choosing=victims.Choosing(preemptor, budgets, screen, gang_of, order, where, inside, strict_of),
+        order=order, exhaustive=exhaustive, gang_of=gang_of, budgets=budgets, app_of=app_of, homes=where,
+        choosing=victims.Choosing(
+            preemptor, budgets, screen, gang_of, order, where, inside=inside, strict_of=strict_of, app_of=app_of
+        ),
         guarded=guards is not None,
     )
     outcomes = outcomes_by_node(request)

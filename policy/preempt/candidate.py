@@ -287,6 +287,7 @@ def _keep_scheduler_victims(request: Request, name: str, victims: list[Pod], cau
             return NodeOutcome(name, Verdict.DROPPED, Cause.QUEUE_SHARE, reasons=(f"{why}; but {short}",))
     cost, homeless = _priced(request, name, victims, frozenset(opted_out))
     violations, broken = cost.detail(ranking.PDB_VIOLATIONS), cost.detail(ranking.BROKEN_GANGS)
+    ended = cost.detail(ranking.MANAGERS)
     return NodeOutcome(
         name,
         Verdict.CHOSEN,
@@ -298,6 +299,7 @@ def _keep_scheduler_victims(request: Request, name: str, victims: list[Pod], cau
         reasons=(
             f"kept the scheduler's victims: {why}", violations.describe(),
             *((broken.describe(),) if broken.count else ()),
+            *((ended.describe(),) if ended.count else ()),
             *((homeless.describe(),) if homeless.count else ()),
         ),
         broken=broken,
@@ -323,7 +325,7 @@ def _priced(
     and those of them with no home off the node."""
     homeless = homes.homeless(victims, request.homes, node=name)
     no_home = frozenset(p.uid for p in victims if p.key in homeless.pods)
-    facts = Facts(request.budgets, request.gang_of, opted_out, no_home, strict_of=request.choosing.strict_of)
+    facts = Facts(request.budgets, request.gang_of, opted_out, no_home, request.app_of, strict_of=request.choosing.strict_of)
     return request.order.cost(victims, facts), homeless
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from policy import gangs, homes, ranking, tenancy, victims
+from policy import apps, gangs, homes, ranking, tenancy, victims
 from policy.model import InFlight, Pod
 from policy.pdb import BudgetsOf
 from policy.preempt.decision import Proposal
@@ -29,6 +29,7 @@ class Request:
     # view (decide).
     gang_of: gangs.GangOf
     budgets: BudgetsOf
+    app_of: apps.AppOf  # the applications with a manager, as answers in flight leave them
     homes: homes.Homes  # homes.of(view)
     choosing: victims.Choosing  # what policy.victims needs of it, the same for every node
     guarded: bool = False  # the policy's guards are on (policy.guards: choosing holds their judgements)

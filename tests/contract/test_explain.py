@@ -103,6 +103,7 @@ def test_json_on_the_example_shows_stock_and_reprieve_disagree(capsys):
         "broken_gangs": 0,
         "pods_lost_with_gangs": 0,
         "highest_priority": 100,
+        "pods_lost_with_managers": 0,
         "guaranteed": 0,
         "burstable": 1,
         "homeless_victims": 1,

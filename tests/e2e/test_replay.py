@@ -123,6 +123,7 @@ def _replay(plane, scheduler: str) -> dict[str, int]:
             "priority_loss": sum(v["spec"]["priority"] - floor + 1 for v in victims),
             "broken_gangs": 0,
             "members_stranded": 0,  # no gang in the workload
+            "managed_pods_lost": 0,  # no Spark, Ray, LeaderWorkerSet or MPI pod in the workload
             "no_home": len(victims),  # every pod is bare: nothing re-creates a victim
             "cascade": 0,
             "pending": len(pending) - len(watch.bound_at()),

@@ -27,7 +27,10 @@ G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
 def both(v, preemptor, name="n1", order=ranking.DEFAULT):
     info = v.nodes[name]
     reservations = v.reservations(name, pod=preemptor)
-    mine = select_victims(node=info, choosing=Choosing(preemptor, v.budgets_covering, gang_of=v.gang_of, order=order, homes=homes.of(v)), reservations=reservations)
+    mine = select_victims(
+        node=info, choosing=Choosing(preemptor, v.budgets_covering, gang_of=v.gang_of, order=order, homes=homes.of(v), app_of=v.app_of),
+        reservations=reservations,
+    )
     theirs = stock.select_victims(node=info, preemptor=preemptor, reservations=reservations, budgets_of=v.budgets_covering)
     return mine, theirs
 
@@ -38,11 +41,19 @@ KINDS = (None, "ReplicaSet", "ReplicaSet", "DaemonSet")
 
 
 def members_elsewhere(elsewhere):
-    """Running members of gangs g1 and g2 on a node not offered (their spare depends on them)."""
+    """Running members of gangs g1 and g2 on a node not offered (their spare depends on them),
+    and two executors of Spark application s (ROLES)."""
     return [
-        pod(f"{g}-far{k}", node="far", priority=9, cpu=1, gang=(g, None))
-        for g, count in zip(("g1", "g2"), elsewhere) for k in range(count)
+        *(pod(f"{g}-far{k}", node="far", priority=9, cpu=1, gang=(g, None))
+          for g, count in zip(("g1", "g2"), elsewhere) for k in range(count)),
+        *(pod(f"s-far{k}", node="far", priority=9, cpu=1, labels=ROLES[2]) for k in range(2)),
     ]
+
+
+# An application with a manager (policy.apps), by index: none, Spark application s's driver or
+# executor, Ray cluster r's head.
+ROLES = ({}, {"spark-role": "driver", "spark-app-selector": "s"}, {"spark-role": "executor", "spark-app-selector": "s"},
+         {"ray.io/node-type": "head", "ray.io/cluster": "r"})
 
 
 def test_reprieve_evicts_the_priority_0_pod_stock_evicts():
@@ -76,6 +87,7 @@ running_pods = st.lists(
         st.booleans(),  # under the budget
         st.integers(0, 9),  # terminating when 0
         st.integers(0, 2),  # gang: none, g1, g2
+        st.integers(0, 3),  # its role in an application with a manager (ROLES)
     ),
     max_size=9,
 )
@@ -102,10 +114,10 @@ def test_reprieve_never_costs_more_than_stock_on_a_node(
     pods = [
         pod(
             f"p{i}", node="n1", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
-            labels={"app": "a"} if budgeted else {"app": f"x{i}"}, terminating=term == 0,
+            labels={"app": "a" if budgeted else f"x{i}", **ROLES[role]}, terminating=term == 0,
             gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4],
         )
-        for i, (prio, cpu, qos, start, budgeted, term, gang) in enumerate(running)
+        for i, (prio, cpu, qos, start, budgeted, term, gang, role) in enumerate(running)
     ]
     if held:
         pods.append(pod("held", cpu=held, priority=preemptor_priority, nominated="n1"))
@@ -136,6 +148,7 @@ cluster_pods = st.lists(
         st.integers(0, 2),  # budget: none, a, b
         st.integers(0, 9),  # terminating when 0
         st.integers(0, 2),  # gang: none, g1, g2
+        st.integers(0, 3),  # its role in an application with a manager (ROLES)
     ),
     max_size=14,
 )
@@ -163,10 +176,10 @@ def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
     pods = [
         pod(
             f"p{i}", node=f"n{n}", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
-            labels={"app": ("x", "a", "b")[budget], "id": str(i)}, terminating=term == 0,
+            labels={"app": ("x", "a", "b")[budget], "id": str(i), **ROLES[role]}, terminating=term == 0,
             gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4],
         )
-        for i, (n, prio, cpu, qos, start, budget, term, gang) in enumerate(running)
+        for i, (n, prio, cpu, qos, start, budget, term, gang, role) in enumerate(running)
     ]
     pods += members_elsewhere(elsewhere)
     pods += [pod(f"nom{i}", cpu=cpu, priority=prio, nominated=f"n{n}") for i, (n, cpu, prio) in enumerate(nominations)]
@@ -210,10 +223,10 @@ def test_stocks_victims_are_costed_as_reprieves_own_and_never_cheaper(
     pods = [
         pod(
             f"p{i}", node=f"n{n}", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
-            labels={"app": ("x", "a", "b")[budget], "id": str(i)}, terminating=term == 0,
+            labels={"app": ("x", "a", "b")[budget], "id": str(i), **ROLES[role]}, terminating=term == 0,
             gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4],
         )
-        for i, (n, prio, cpu, qos, start, budget, term, gang) in enumerate(running)
+        for i, (n, prio, cpu, qos, start, budget, term, gang, role) in enumerate(running)
     ]
     pods += members_elsewhere(elsewhere)
     nodes = [node(f"n{i}", cpu=size) for i, size in enumerate(sizes)]

@@ -19,6 +19,10 @@ KEEP = PriorityClass("keep", 0, annotations={Rules().opt_out_annotation: "false"
 LOWEST = -(2**31)  # the lowest priority a pod can have (int32)
 
 
+# A Spark application's driver and executors (policy.apps), by role.
+SPARK = {role: {"spark-role": role, "spark-app-selector": "etl"} for role in ("driver", "executor")}
+
+
 def outcome(decision, name):
     return next(o for o in decision.outcomes if o.node == name)
 
@@ -93,6 +97,17 @@ ROWS = [
         # n1: most important victim at priority 5, n2: at 1; no budget, no gang.
         "highest victim priority",
         view([node("n1"), node("n2")], [pod("a", node="n1", priority=5, cpu=10), pod("b", node="n2", priority=1, cpu=10)]),
+        pod("pre", priority=10, cpu=10), "n2",
+    ),
+    row(
+        # n1: its one pod is the Burstable driver of Spark application etl, whose 3 executors run
+        # on n3: evicting it loses 4 pods. n2: a lone Guaranteed pod, which would lose the
+        # Guaranteed count that comes later (1 > 0). Priority 1 everywhere; no budget, no gang.
+        "pods lost with their managers",
+        view([node("n1"), node("n2"), node("n3")],
+             [pod("driver", node="n1", priority=1, cpu=10, labels=SPARK["driver"]),
+              *(pod(f"exec-{i}", node="n3", priority=1, cpu=1, labels=SPARK["executor"]) for i in range(3)),
+              pod("g", node="n2", priority=1, cpu=10, qos=G)]),
         pod("pre", priority=10, cpu=10), "n2",
     ),
     row(
@@ -184,7 +199,7 @@ def test_node_ranking(name, v, preemptor, rules, chosen, guards):
     # The chosen node's cost is its victims' key, criterion by criterion (tests.builders.reference_key).
     won, where = outcome(exhaustive, chosen), homes.of(v)
     no_home = frozenset(p.uid for p in won.victims if where.home(p, excluding=chosen) is None)  # none opted out
-    facts = Facts(v.budgets_covering, v.gang_of, no_home=no_home)
+    facts = Facts(v.budgets_covering, v.gang_of, no_home=no_home, app_of=v.app_of)
     assert won.cost.key == reference_key(won.victims, facts, won.cost.layout)
 
 

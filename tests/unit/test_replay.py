@@ -154,13 +154,29 @@ def test_stock_evicts_a_burstable_pod_for_a_pod_slot_a_best_effort_one_would_fre
     )
     runs = replay.compare(v, [pod("urgent", cpu=2, priority=10)])
     assert runs[replay.STOCK].totals.as_dict() == {
-        "preemptions": 1, "victims": 1, "pdb_violations": 0, "broken_gangs": 0, "members_stranded": 0, "guaranteed_victims": 0, "burstable_victims": 1,
+        "preemptions": 1, "victims": 1, "pdb_violations": 0, "broken_gangs": 0, "members_stranded": 0, "managed_pods_lost": 0, "guaranteed_victims": 0, "burstable_victims": 1,
         "priority_loss": 1, "no_home": 1, "cascade": 0, "pending": 0,
     }
     assert runs[replay.REPRIEVE].totals.as_dict() == {
-        "preemptions": 1, "victims": 1, "pdb_violations": 0, "broken_gangs": 0, "members_stranded": 0, "guaranteed_victims": 0, "burstable_victims": 0,
+        "preemptions": 1, "victims": 1, "pdb_violations": 0, "broken_gangs": 0, "members_stranded": 0, "managed_pods_lost": 0, "guaranteed_victims": 0, "burstable_victims": 0,
         "priority_loss": 1, "no_home": 1, "cascade": 0, "pending": 0,
     }
+
+
+def test_stock_ends_a_spark_application_that_reprieve_keeps():
+    # A Spark driver (the younger) and a lone pod, alike, on q; the driver's 3 executors run on
+    # e. Stock evicts the youngest: the application ends, its 3 executors lose their work.
+    spark = {"spark-app-selector": "etl"}
+    v = view(
+        [node("q", cpu=4), node("e", cpu=3)],
+        [pod("driver", node="q", cpu=2, priority=1, start=200, labels={**spark, "spark-role": "driver"}),
+         pod("lone", node="q", cpu=2, priority=1, start=100),
+         *(pod(f"exec-{i}", node="e", cpu=1, priority=1, labels={**spark, "spark-role": "executor"}) for i in range(3))],
+    )
+    runs = replay.compare(v, [pod("urgent", cpu=2, priority=10)])
+    s, r = runs[replay.STOCK], runs[replay.REPRIEVE]
+    assert (s.steps[0].victims, s.totals.managed_pods_lost) == (("default/driver",), 3)
+    assert (r.steps[0].victims, r.totals.managed_pods_lost) == (("default/lone",), 0)
 
 
 def test_priority_loss_weighs_each_victim_by_its_priority_above_the_floor():
@@ -218,6 +234,11 @@ def test_the_generator_is_deterministic_and_makes_what_it_promises():
     gang = next(p for p in pods if p.gang is not None)  # a Kueue pod group needing all its members
     assert a.view.gang_of(gang).minimum == a.view.gang_of(gang).running == len(a.view.gang_members[gang.gang.key])
     assert {b.disruptions_allowed for bs in a.view.budgets.values() for b in bs} <= {0, 1, 2}
+    # Applications with a manager, by their labels only: one driver or head each, the rest theirs.
+    managed = [p for p in pods if p.app is not None]
+    managers = [p for p in managed if p.app.manager]
+    assert managers and len(managers) == len({p.app.key for p in managed}) < len(managed)
+    assert all(p.gang is None for p in managed)
     assert len(a.pending) == 24 and min(p.priority for p in a.pending) > max(p.priority for p in pods if p.node_name)
     assert len({i.node.allocatable["cpu"] for i in a.view.nodes.values()}) > 1
 

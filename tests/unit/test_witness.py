@@ -232,6 +232,34 @@ def test_the_victim_note_says_which_pods_stay_for_having_no_home():
     ) in note, note
 
 
+def test_the_notes_name_the_manager_that_stays_and_the_application_a_victim_ends():
+    # n1 (4 cpu): a Spark driver whose 3 executors run on n2, and a lone pod, 2 cpu each,
+    # priority 1, the driver the younger (the scheduler's proposal takes it). The preemptor needs
+    # 2 cpu: the lone pod goes, and the note says why the driver stays.
+    spark = {"spark-app-selector": "etl-1"}
+    driver = pod("driver", ns="etl", node="n1", cpu=2, priority=1, start=200, labels={**spark, "spark-role": "driver"})
+    lone = pod("lone", ns="etl", node="n1", cpu=2, priority=1, start=100)
+    executors = [pod(f"exec-{i}", ns="etl", node="n2", cpu=1, priority=1, labels={**spark, "spark-role": "executor"})
+                 for i in range(3)]
+    preemptor = pod("checkout", ns="shop", cpu=2, priority=10)
+    v = view([node("n1", cpu=4), node("n2", cpu=3)], [driver, lone, *executors, preemptor])
+    w, recorded, _ = witness()
+    decision = answer(w, v, preemptor, [driver])
+    assert [p.name for p in decision.outcomes[0].victims] == ["lone"]
+    w.check(carried_out(v, preemptor, lone))
+    note = recorded.events[1].note
+    assert "chosen over the pods that stay: etl/driver (it manages 3 running pod(s) of Spark application etl/etl-1)" in note, note
+
+    # Alone on a 2-cpu node, the driver must go: the preemptor's note says what it ends.
+    v = view([node("n1", cpu=2), node("n2", cpu=3)], [driver, *executors, preemptor])
+    w, recorded, _ = witness()
+    answer(w, v, preemptor, [driver])
+    w.check(carried_out(v, preemptor, driver))
+    assert recorded.events[0].note.startswith(
+        "On n1: ends Spark application etl/etl-1 (4 running pod(s)); 0 PDB violations; evicts the Burstable etl/driver"
+    ), recorded.events[0].note
+
+
 @pytest.mark.parametrize(
     "order, victim, why",
     [
