@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from extender import times
+from extender.state.preemptions import UnderWay
 from policy import gangs, homes, ranking, stock
 from policy.criteria import Stay
 from policy.model import Pod
@@ -23,6 +24,8 @@ from policy.view import ClusterView
 PREEMPTING = "Preempting"  # on the preemptor: reprieve's answer is being carried out
 CHOSEN = "ChosenForPreemption"  # on each victim
 SHADOW = "ShadowPreemption"  # on the preemptor, in shadow mode: what reprieve would have done
+DROPPED = "PreemptAnswerDropped"  # on the preemptor: its caller had gone when reprieve answered
+STARTED = "StartedMidPreemption"  # on reprieve's own pod: its first view showed preemptions under way
 ACTION = "Preempt"
 
 _LIST = 3  # names per list before "and N more"
@@ -127,6 +130,23 @@ def victim_note(a: Answer, victim: Pod) -> str:
     else:
         text += ": no lower-priority pod on the node stays"
     return times.readable(f"{text}. {'; '.join(a.reasons)}.")
+
+
+def dropped_note(node: str, victims: int, why: str) -> str:
+    """A preempt answer the scheduler no longer waited for (extender.serving.verbs.preempt)."""
+    return (
+        f"reprieve's answer (on {node}, {_count(victims, 'victim')}) came after the scheduler had stopped "
+        f"waiting ({why}): not held for this pod. The scheduler went on without reprieve for this attempt."
+    )
+
+
+def started_note(found: UnderWay) -> str:
+    """reprieve started (again) while preemptions were under way (extender.state.preemptions)."""
+    return (
+        f"Started with {_count(found.nominated, 'pod')} nominated to a node and "
+        f"{_count(found.victims, 'victim')} terminating for a preemption: their room is held and their victims "
+        "counted from the cluster; answers an earlier reprieve held in flight are gone."
+    )
 
 
 def shadow_note(a: Answer, taken: str) -> str:
