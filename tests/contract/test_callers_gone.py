@@ -25,6 +25,7 @@ import orjson
 from extender.config import Settings
 from extender.serving.app import create_app
 from extender.state.source import StaticCluster
+from tests.conftest import ROOT
 from tests.served import REQUESTS, call, serve
 
 PREEMPT = (REQUESTS / "preempt.json").read_bytes()
@@ -145,3 +146,12 @@ def test_in_process_only_the_answer_whose_caller_waits_is_held(example_view):
     code, body = answer(twin(PREEMPT), arrived=time.monotonic() - 1.9, closed=lambda: False)
     assert code == 200 and orjson.loads(body) != {"NodeNameToMetaVictims": proposals(PREEMPT)}
     assert [f.preemptor.name for f in ledger.in_flight(example_view)] == ["checkout-1"]
+
+
+def test_the_default_http_timeout_is_the_shipped_scheduler_configurations():
+    import yaml
+
+    from extender.policy_file import parse_duration
+
+    shipped = yaml.safe_load((ROOT / "manifests" / "scheduler-config.yaml").read_text())["extenders"][0]["httpTimeout"]
+    assert parse_duration(shipped) == Settings.http_timeout == Settings().http_timeout
