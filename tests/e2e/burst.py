@@ -114,6 +114,7 @@ class Result:
     named_again: int
     preempted_again: int
     claims: list[str] = field(default_factory=list)
+    started: float = 0.0  # time.monotonic() just before the first preemptor's create call
 
     def summary(self) -> str:
         took = f"{self.seconds:.2f} s" if self.seconds is not None else "timed out"
@@ -209,6 +210,7 @@ def burst(
         named_again=sum(1 for line in lines if any(n in line for n in NAMED_AGAIN_LINES) and victim in line),
         preempted_again=sum(1 for name in set(preemptors) if preemptors.count(name) > 1),
         claims=[line for line in lines if CLAIMS in line],
+        started=started,
     )
 
 

@@ -55,6 +55,7 @@ from tests.e2e.scenario import Scenario
 from tests.ports import free_port
 
 FAULTS = ("kill", "stop", "refuse", "apiserver", "compact", "leader")
+NONE = "none"  # no fault at all: stock's wave for the faults of reprieve's own (bench/faults.py)
 # Faults stock kube-scheduler can be put under too; the others are reprieve's own.
 STOCK_TOO = ("apiserver", "compact", "leader")
 IGNORED = "returned error and has ignorable flag set"
@@ -85,14 +86,25 @@ class Rig:
         self.killed: list[str] = []  # processes killed for good (their logs still count)
         self.relay: Relay | None = None
         self.paused = False
+        self.fault_ended: float | None = None  # time.monotonic() when the fault was over (strike)
+        # Where each process's log stood when the rig started: a log is appended to by every
+        # process of that name (another repetition's rig, a restarted reprieve), and only this
+        # rig's lines count.
+        self._marks: dict[str, int] = {}
         try:
             for process in self.schedulers:
+                self._mark(process, f"reprieve-{process}")
                 self.plane.start_scheduler(process, self._config(process), free_port())
             if fault == "leader":
                 wait_for(f"a leader among {self.schedulers}", self.leader, timeout=30)
         except BaseException:
             self.stop()
             raise
+
+    def _mark(self, *processes: str) -> None:
+        for process in processes:
+            path = self.plane.work / f"{process}.log"
+            self._marks[process] = path.stat().st_size if path.exists() else 0
 
     def _config(self, process: str):
         election = self._election() if self.fault == "leader" else None
@@ -128,7 +140,7 @@ class Rig:
         for process in self.schedulers:
             if process not in self.killed and any(
                 "Successfully acquired lease" in line and f'"{LEASE_NS}/{self.scheduler}"' in line
-                for line in self.plane.log(process).splitlines()
+                for line in self._lines((process,))
             ):
                 return process
         return None
@@ -137,6 +149,9 @@ class Rig:
 
     def strike(self, namespace: str, preemptors: int, seconds: float, notes: list[str]) -> None:
         """The fault, once a third of the wave's preemptions are actuated; ``notes`` says what happened."""
+        if self.fault == NONE:
+            notes.append("no fault")
+            return
         try:
             wait_for("a third of the wave's preemptions", lambda: self.preemptions(namespace) >= preemptors // 3, timeout=30, interval=0.01)
         except AssertionError:
@@ -150,15 +165,18 @@ class Rig:
             started = time.monotonic()
             self.plane.start_reprieve(reprieve, port)
             notes.append(f"restarted {seconds:g} s later, ready in {time.monotonic() - started:.2f} s")
+            self.fault_ended = time.monotonic()
         elif fault == "stop":
             self._signal(signal.SIGSTOP)
             time.sleep(seconds)
             self._signal(signal.SIGCONT)
             notes.append(f"stopped for {seconds:g} s")
+            self.fault_ended = time.monotonic()
         elif fault == "refuse":
             cut = self.relay.refuse()
             time.sleep(seconds)
             self.relay.listen()
+            self.fault_ended = time.monotonic()
             notes.append(f"connections refused for {seconds:g} s ({cut} open ones closed)")
         elif fault in ("apiserver", "compact"):
             self.plane.kill_apiserver()
@@ -167,6 +185,7 @@ class Rig:
                 notes.append(f"etcd compacted at revision {self.plane.compact_etcd(bump=True)}")
             started = time.monotonic()
             self.plane.start_apiserver()
+            self.fault_ended = time.monotonic()
             notes.append(f"apiserver down {seconds:g} s, then ready in {time.monotonic() - started:.2f} s")
         elif fault == "leader":
             leader = self.leader()
@@ -179,6 +198,7 @@ class Rig:
             killed = time.monotonic()
             try:
                 wait_for("the standby to take the Lease", self.leader, timeout=LEASE_SECONDS * 4, interval=0.1)
+                self.fault_ended = time.monotonic()
                 notes.append(f"killed the leader {leader}; the standby led {time.monotonic() - killed:.1f} s later")
             except AssertionError:
                 notes.append(f"killed the leader {leader}; no standby took over in {LEASE_SECONDS * 4} s")
@@ -203,7 +223,15 @@ class Rig:
     # ------------------------------------------------------------------ reading back
 
     def _lines(self, processes) -> list[str]:
-        return [line for p in processes for line in self.plane.log(p).splitlines()]
+        """The log lines the processes wrote since the rig started."""
+        found = []
+        for process in processes:
+            path = self.plane.work / f"{process}.log"
+            if path.exists():
+                with open(path, "rb") as f:
+                    f.seek(self._marks.get(process, 0))
+                    found += f.read().decode(errors="replace").splitlines()
+        return found
 
     def preemptions(self, namespace: str) -> int:
         """Preemptions the rig's schedulers have actuated so far for pods of ``namespace``."""
@@ -264,10 +292,13 @@ class Outcome:
     not_ready: dict[str, float] = field(default_factory=dict)
     dropped: dict[str, float] = field(default_factory=dict)
     restart_in_flight: dict[str, float] = field(default_factory=dict)
+    after_fault: float | None = None  # seconds from the fault's end to the last preemptor bound
 
     def summary(self) -> str:
         side = "stock" if self.stock else "reprieve"
         text = f"{self.fault} via {side}: {self.result.summary()}; {', '.join(self.notes)}"
+        if self.after_fault is not None:
+            text += f"; all bound {self.after_fault:.2f} s after the fault was over"
         if not self.stock:
             text += (
                 f"; calls the scheduler went on without reprieve for: {self.skipped}; answers of the reprieve(s) running at the end: "
@@ -289,9 +320,12 @@ def wave(plane, fault: str, shape: Shape, *, seconds: float, stock: bool = False
             scenario, shape, rig.scheduler, log=tuple(rig.schedulers), reprieve_port=port, timeout=timeout,
             during=lambda: rig.strike(scenario.ns, shape.preemptors, seconds, notes),
         )
+        after = None
+        if rig.fault_ended is not None and result.seconds is not None:
+            after = max(0.0, result.started + result.seconds - rig.fault_ended)
         return Outcome(
             fault, stock, result, notes, rig.server_errors(), len(rig.extender_errors()),
-            rig.requests(), rig.not_ready(), rig.dropped(), rig.restart_in_flight(),
+            rig.requests(), rig.not_ready(), rig.dropped(), rig.restart_in_flight(), after,
         )
     finally:
         if rig is not None:
