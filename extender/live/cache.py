@@ -260,8 +260,6 @@ class LiveCluster:
                 "started with preemptions under way: %s; their room is held and their victims counted from the view "
                 "(no answer in flight survives a restart)", found.describe(),
             )
-        else:
-            log.info("started with no preemption under way in the cluster")
 
     def _count_event(self, kind: str, what: str) -> None:
         counter = self._counters.get((kind, what))
