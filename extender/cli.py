@@ -84,6 +84,15 @@ def _parser() -> argparse.ArgumentParser:
         default=Settings.threads,
         help=f"threads that answer requests (each arrives whole first) (default {Settings.threads})",
     )
+    serve.add_argument(
+        "--http-timeout",
+        type=_timeout,
+        metavar="DURATION",
+        default=Settings.http_timeout,
+        help="the httpTimeout of reprieve's stanza in the scheduler's configuration (2s, 500ms; or seconds): "
+        "a preempt answer given later than that after its request began has no caller and is not held "
+        f"in flight (default {Settings.http_timeout:g}s, the shipped configuration's)",
+    )
     _serving_flags(serve)
     _policy_flag(serve, env="REPRIEVE_POLICY")
     serve.add_argument(
@@ -160,6 +169,22 @@ def _parser() -> argparse.ArgumentParser:
     _policy_flag(simulate)
     simulate.set_defaults(log_level="WARNING")
     return parser
+
+
+def _timeout(text: str) -> float:
+    """--http-timeout: a duration as the scheduler's configuration writes it (``2s``), or seconds."""
+    from extender.policy_file import parse_duration
+
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            seconds = parse_duration(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, not {text!r}")
+    return seconds
 
 
 def _output_flag(command: argparse.ArgumentParser) -> None:
@@ -343,6 +368,7 @@ def _serve(args: argparse.Namespace) -> int:
         threads=args.threads,
         log_level=args.log_level,
         staleness_bound=args.staleness_bound,
+        http_timeout=args.http_timeout,
         fault_watch_delay=args.fault_watch_delay,
         mode=Mode(args.mode),
         events=Events(args.events),
@@ -383,20 +409,29 @@ def _serve(args: argparse.Namespace) -> int:
 
         def build():
             metrics = Metrics()
-            # The initial list makes most of the long-lived records: move them out of the
-            # collector's reach as Server.run does for a snapshot (see extender.serving.server).
+            events = None
+
+            def first_view() -> None:
+                # The initial list makes most of the long-lived records: move them out of the
+                # collector's reach as Server.run does for a snapshot (see extender.serving.server).
+                gc.freeze()
+                if events is not None and cluster.under_way_at_start:
+                    events.started(cluster.under_way_at_start, _own_pod())
+
             cluster = LiveCluster(
                 api,
                 metrics=metrics,
                 staleness_bound=settings.staleness_bound,
                 watch_delay=settings.fault_watch_delay,
-                on_first_view=gc.freeze,
-            ).start()
+                on_first_view=first_view,
+            )
+            events = _events(settings, api, cluster, metrics)
+            cluster.start()
             if settings.fault_watch_delay:
                 log.warning("fault injected: every watch event is applied %.1fs after it arrives", settings.fault_watch_delay)
             return create_app(
                 settings, cluster=cluster, metrics=metrics, rules=rules, stopping=stopping, order=order,
-                events=_events(settings, api, cluster, metrics), stall=Stall().start(), guards=guards,
+                events=events, stall=Stall().start(), guards=guards,
             )
 
     elif args.snapshot:
@@ -416,6 +451,17 @@ def _serve(args: argparse.Namespace) -> int:
     server = Server(build, settings, stopping=stopping)
     server.run()
     return 0
+
+
+def _own_pod():
+    """reprieve's own Pod, from the downward API's environment the chart sets (REPRIEVE_POD_NAME,
+    REPRIEVE_POD_NAMESPACE, REPRIEVE_POD_UID); None outside a pod, or without them."""
+    from extender.events.recorder import Ref
+
+    name, namespace = os.environ.get("REPRIEVE_POD_NAME"), os.environ.get("REPRIEVE_POD_NAMESPACE")
+    if not name or not namespace:
+        return None
+    return Ref("Pod", name, namespace, os.environ.get("REPRIEVE_POD_UID", ""))
 
 
 def _events(settings: Settings, api, cluster, metrics):

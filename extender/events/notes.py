@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from extender import times
+from extender.state.preemptions import UnderWay
 from policy import apps, gangs, homes, ranking, stock
 from policy.causes import GUARDED, Refusal
 from policy.criteria import Stay
@@ -27,6 +28,8 @@ SHADOW = "ShadowPreemption"  # on the preemptor, in shadow mode: what reprieve w
 # On the preemptor, at once: no node offered because the policy's guards (strict budgets,
 # minimum runtime: policy.guards) dropped nodes; the pod stays pending.
 BLOCKED = "PreemptionBlocked"
+DROPPED = "PreemptAnswerDropped"  # on the preemptor: its caller had gone when reprieve answered
+STARTED = "StartedMidPreemption"  # on reprieve's own pod: its first view showed preemptions under way
 ACTION = "Preempt"
 
 _LIST = 3  # names per list before "and N more"
@@ -169,6 +172,23 @@ def victim_note(a: Answer, victim: Pod) -> str:
     else:
         text += ": no lower-priority pod on the node stays"
     return times.readable(f"{text}. {'; '.join(a.reasons)}.")
+
+
+def dropped_note(node: str, victims: int, why: str) -> str:
+    """A preempt answer the scheduler no longer waited for (extender.serving.verbs.preempt)."""
+    return (
+        f"reprieve's answer (on {node}, {_count(victims, 'victim')}) came after the scheduler had stopped "
+        f"waiting ({why}): not held for this pod. The scheduler went on without reprieve for this attempt."
+    )
+
+
+def started_note(found: UnderWay) -> str:
+    """reprieve started (again) while preemptions were under way (extender.state.preemptions)."""
+    return (
+        f"Started with {_count(found.nominated, 'pod')} nominated to a node and "
+        f"{_count(found.victims, 'victim')} terminating for a preemption: their room is held and their victims "
+        "counted from the cluster; answers an earlier reprieve held in flight are gone."
+    )
 
 
 def shadow_note(a: Answer, taken: str) -> str:

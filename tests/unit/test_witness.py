@@ -472,3 +472,50 @@ def test_a_pod_the_guards_leave_pending_is_told_why_at_once():
     w3, recorded3, _ = witness()
     w3.answered(full, preemptor, empty, nothing)
     assert nothing.answer == {} and recorded3.events == []
+
+
+def test_an_answer_whose_caller_has_gone_is_said_on_the_preemptor_and_its_earlier_events_dropped():
+    v, preemptor, burstable, guaranteed = scene()
+    w, recorded, _ = witness()
+    answer(w, v, preemptor, [guaranteed])
+    assert len(w) == 1
+    w.dropped(preemptor, "n1", 1, "connection closed")
+    [event] = recorded.events
+    assert (event.reason, event.type, event.regarding.uid, event.related.name) == ("PreemptAnswerDropped", "Warning", preemptor.uid, "n1")
+    assert event.note == (
+        "reprieve's answer (on n1, 1 victim) came after the scheduler had stopped waiting (connection closed): "
+        "not held for this pod. The scheduler went on without reprieve for this attempt."
+    )
+    assert len(w) == 0, "the earlier answer's Events are no longer awaited"
+    w.check(carried_out(v, preemptor, burstable))
+    assert len(recorded.events) == 1
+
+
+def test_starting_mid_preemption_is_said_on_reprieves_own_pod():
+    from extender.events.recorder import Ref
+    from extender.state.preemptions import UnderWay
+
+    w, recorded, _ = witness()
+    own = Ref("Pod", "reprieve-scheduler-abc", "reprieve", "uid-own")
+    w.started(UnderWay(0, 0), own)
+    w.started(UnderWay(3, 2), None)  # outside a pod: nowhere to say it
+    assert recorded.events == []
+    w.started(UnderWay(3, 2), own)
+    [event] = recorded.events
+    assert (event.reason, event.regarding, event.type) == ("StartedMidPreemption", own, "Normal")
+    assert event.note == (
+        "Started with 3 pods nominated to a node and 2 victims terminating for a preemption: their room is held "
+        "and their victims counted from the cluster; answers an earlier reprieve held in flight are gone."
+    )
+
+
+@pytest.mark.parametrize("mode, events", [(Mode.SHADOW, Events.SHADOW), (Mode.ENFORCE, Events.OFF)])
+def test_neither_is_said_in_shadow_mode_or_with_events_off(mode, events):
+    from extender.events.recorder import Ref
+    from extender.state.preemptions import UnderWay
+
+    v, preemptor, _, _ = scene()
+    w, recorded, _ = witness(mode, events)
+    w.dropped(preemptor, "n1", 1, "past httpTimeout")
+    w.started(UnderWay(1, 1), Ref("Pod", "r", "ns", "u"))
+    assert recorded.events == []

@@ -42,11 +42,18 @@ class Context:
     order: ranking.Order = ranking.DEFAULT  # the ranking's order (the --policy file's)
     stall: Stall | None = None  # extender.stall: was the process just stopped or starved?
     guards: Guards | None = None  # strictBudgets and minimumRuntime (the --policy file's: policy.guards)
+    # Why the caller no longer waits for this answer ("connection closed", "past httpTimeout"),
+    # or None while it may (extender.serving.app); None: nothing to tell (tests, other servers).
+    caller_gone: Callable[[], str | None] | None = None
 
     def stalled(self) -> bool:
         """The process was stopped or starved just now (a decision made before may rest on a
         view that misses what the scheduler did meanwhile: extender.stall)."""
         return self.stall is not None and self.stall.recent()
+
+    def gone(self) -> str | None:
+        """Why the caller has gone (see ``caller_gone``); None: it may still be waiting."""
+        return self.caller_gone() if self.caller_gone is not None else None
 
     @property
     def shadow(self) -> bool:
