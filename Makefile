@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 # its DEFAULT_VERSION unless set, e.g. `make e2e KUBE_VERSION=v1.36.3` for the previous minor.
 export KUBE_VERSION
 
-.PHONY: run test unit e2e cluster cluster-down bench bench-serving bench-scale bench-victims bench-homes bench-cache bench-burst bench-quality bench-slow image fuzz bench-memory manifests bench-e2e clean
+.PHONY: run test unit e2e cluster cluster-down bench bench-serving bench-scale bench-victims bench-homes bench-cache bench-burst bench-quality bench-slow image fuzz bench-memory manifests bench-e2e bench-faults clean
 
 $(STAMP): pyproject.toml
 	rm -rf $(VENV)
@@ -104,6 +104,10 @@ bench-memory: $(STAMP)
 ## The real kube-scheduler side by side: stock, a do-nothing extender, reprieve per stanza (500 hollow nodes, ~15 min; needs port 8888; docs/benchmarks-e2e.md).
 bench-e2e: $(STAMP)
 	$(PY) bench/e2e.py
+
+## Faults in the middle of a wave through the real kube-scheduler, reprieve beside stock (~10 min; needs port 8888; writes docs/reliability.md's table).
+bench-faults: $(STAMP)
+	$(PY) bench/faults.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

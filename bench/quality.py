@@ -10,10 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from extender.commands.simulate import ROWS
-from policy import replay, workload
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench import pressure  # noqa: E402
+from extender.commands.simulate import ROWS  # noqa: E402
+from policy import replay, workload  # noqa: E402
 REPRIEVE = str(Path(sys.executable).parent / "reprieve")
 RUNS = (
     ("The shipped workload", ["--snapshot", "examples/workload/cluster.yaml", "--pods", "examples/workload/pending.yaml"]),
@@ -38,16 +40,17 @@ tests/e2e/test_replay.py runs the same workload through the real `default-schedu
 
 The generated workloads are harder: pods of priority 0-5 in all QoS classes, PDBs allowing
 0-2 disruptions, about one app in three a gang (a Kueue pod group needing all its running
-members, spread over the nodes), about one other app in two a Job's (every Job with a
-backoffLimit of 0-6, some retries spent, two in five ignoring DisruptionTarget), and
-preemptors of priority 6-10 that also preempt each other.
+members, spread over the nodes), about two in five of the others a Spark application or a Ray
+cluster (a driver or head whose loss ends the rest: policy/apps.py), about one app in two that
+is not a gang a Job's (every Job with a backoffLimit of 0-6, some retries spent, two in five
+ignoring DisruptionTarget), and preemptors of priority 6-10 that also preempt each other.
 Per decision reprieve never costs more than stock by its own ranking
 (tests/unit/test_preempt_vs_stock.py), but over a whole replay the two clusters drift apart and the
 totals go either way (the last section counts how often). Summed over the workloads reprieve is
 at or below stock on every row: fewer PDB violations, Jobs failed and retries burned
 (policy/jobs.py), broken gangs (budgets rank first, gangs next: docs/policy.md has the other
-orders measured), Guaranteed victims, victims with no home (policy/homes.py) and pods left
-pending. On some workloads it ends with more PDB violations
+orders measured), pods lost with their managers, Guaranteed victims, victims with no home
+(policy/homes.py) and pods left pending. On some workloads it ends with more PDB violations
 than stock: its violation-free choices may spend budget allowance that stock's left for a later
 preemption
 (tests/unit/test_replay.py checks every decision along reprieve's replay against stock's on the
@@ -67,6 +70,8 @@ def main() -> int:
         sections.append(f"## {title}\n\n```\n$ {' '.join(command)}\n{done.stdout}```\n")
         sys.stdout.write(f"$ {' '.join(command)}\n{done.stdout}\n")
     sections.append(across_seeds())
+    sys.stdout.write(sections[-1])
+    sections.append(pressure_section())
     sys.stdout.write(sections[-1])
     (ROOT / "docs" / "quality.md").write_text("\n".join(sections))
     return 0
@@ -107,6 +112,27 @@ def across_seeds() -> str:
             lower, equal, higher = counts[key]
             lines.append(f"| {LABELS[key]} | {lower} | {equal} | {higher} | {sums[replay.STOCK][key]} | {sums[replay.REPRIEVE][key]} |")
         lines.append("")
+    return "\n".join(lines)
+
+
+def pressure_section() -> str:
+    """The pressure sweep (bench/pressure.py): a table per shape and an SVG plot of the loss."""
+    lines = [
+        "## Pressure",
+        "",
+        "Each generated shape replayed with the same pods on fewer nodes, from 60% to 150% of the load",
+        f"the cluster was sized for, {len(pressure.SEEDS)} seeds per level, without `--replace`, summed over the",
+        "seeds (bench/pressure.py). Bold: reprieve above stock. High-priority pods are the GPU shape's",
+        "priority-1000 tasks and the CPU shape's preemptors of priority 8-10; pods not running at the end",
+        "are victims and pods left pending.",
+        "",
+    ]
+    for i, shape in enumerate(pressure.SHAPES):
+        result = pressure.sweep(shape)
+        image = f"quality-pressure-{i + 1}.svg"
+        (ROOT / "docs" / image).write_text(pressure.svg(shape.title, result))
+        lines += [f"### {shape.title}", "", f"`{shape.command(1.0)}`, pressure 0.6 to 1.5, S = 0..{len(pressure.SEEDS) - 1}:", "",
+                  f"![{shape.title}: priority-weighted loss against pressure]({image})", "", pressure.table(shape, result), ""]
     return "\n".join(lines)
 
 

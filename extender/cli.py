@@ -84,6 +84,15 @@ def _parser() -> argparse.ArgumentParser:
         default=Settings.threads,
         help=f"threads that answer requests (each arrives whole first) (default {Settings.threads})",
     )
+    serve.add_argument(
+        "--http-timeout",
+        type=_timeout,
+        metavar="DURATION",
+        default=Settings.http_timeout,
+        help="the httpTimeout of reprieve's stanza in the scheduler's configuration (2s, 500ms; or seconds): "
+        "a preempt answer given later than that after its request began has no caller and is not held "
+        f"in flight (default {Settings.http_timeout:g}s, the shipped configuration's)",
+    )
     _serving_flags(serve)
     _policy_flag(serve, env="REPRIEVE_POLICY")
     serve.add_argument(
@@ -141,12 +150,41 @@ def _parser() -> argparse.ArgumentParser:
     simulate.add_argument("--generate", type=int, metavar="N", help="instead: a synthetic cluster and N pending preemptors")
     simulate.add_argument("--seed", type=int, metavar="S", default=0, help="with --generate: the random seed (default 0)")
     simulate.add_argument(
+        "--shape", default="cpu", choices=("cpu", "gpu"),
+        help="with --generate: cpu (mixed low-priority pods; the default cpu) or gpu (a production GPU cluster's tiers and fractional GPUs)",
+    )
+    simulate.add_argument(
+        "--pressure", type=float, default=1.0, metavar="P",
+        help="with --generate: the load against the cluster's size (default 1: as generated; 1.5: two thirds of the nodes)",
+    )
+    simulate.add_argument(
+        "--placement", default="first", choices=("least-allocated", "most-allocated", "first"),
+        help="where a pod that fits without preemption goes, on both sides (default first; least-allocated is the scheduler's default scoring)",
+    )
+    simulate.add_argument(
         "--replace", action="store_true", help="a controller-owned victim comes back as a pending replacement"
     )
     _strict_flag(simulate)
     _output_flag(simulate)
+    _policy_flag(simulate)
     simulate.set_defaults(log_level="WARNING")
     return parser
+
+
+def _timeout(text: str) -> float:
+    """--http-timeout: a duration as the scheduler's configuration writes it (``2s``), or seconds."""
+    from extender.policy_file import parse_duration
+
+    try:
+        seconds = float(text)
+    except ValueError:
+        try:
+            seconds = parse_duration(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"must be positive, not {text!r}")
+    return seconds
 
 
 def _output_flag(command: argparse.ArgumentParser) -> None:
@@ -289,9 +327,11 @@ def _check_policy(args: argparse.Namespace) -> int:
     from extender import policy_file
     from extender.commands import check_policy
 
+    import time
+
     policy = policy_file.load(args.policy)
     cluster = _cluster(args)
-    sys.stdout.write(check_policy.report(policy, cluster.view if cluster else None))
+    sys.stdout.write(check_policy.report(policy, cluster.view if cluster else None, now=time.time()))
     return 0
 
 
@@ -328,6 +368,7 @@ def _serve(args: argparse.Namespace) -> int:
         threads=args.threads,
         log_level=args.log_level,
         staleness_bound=args.staleness_bound,
+        http_timeout=args.http_timeout,
         fault_watch_delay=args.fault_watch_delay,
         mode=Mode(args.mode),
         events=Events(args.events),
@@ -353,6 +394,13 @@ def _serve(args: argparse.Namespace) -> int:
         log.info("multi-tenant rules from %s: %d queue(s)", args.policy, len(rules.queue_names()))
     if order != ranking.DEFAULT:
         log.info("ranking from %s: %s", args.policy, ", ".join(order.names))
+    guards = policy.guards
+    if guards is not None:
+        log.info(
+            "guards from %s: %s", args.policy,
+            "; ".join([*([f"strict budgets: {guards.strict.describe()}"] if guards.strict else []),
+                       *(r.describe() for r in guards.runtime)]),
+        )
     # Read the snapshot or kubeconfig, the TLS files and the addresses first, so that a bad one
     # stops startup with its message; start watching (build) only then.
     if args.kubeconfig or args.in_cluster:
@@ -361,20 +409,29 @@ def _serve(args: argparse.Namespace) -> int:
 
         def build():
             metrics = Metrics()
-            # The initial list makes most of the long-lived records: move them out of the
-            # collector's reach as Server.run does for a snapshot (see extender.serving.server).
+            events = None
+
+            def first_view() -> None:
+                # The initial list makes most of the long-lived records: move them out of the
+                # collector's reach as Server.run does for a snapshot (see extender.serving.server).
+                gc.freeze()
+                if events is not None and cluster.under_way_at_start:
+                    events.started(cluster.under_way_at_start, _own_pod())
+
             cluster = LiveCluster(
                 api,
                 metrics=metrics,
                 staleness_bound=settings.staleness_bound,
                 watch_delay=settings.fault_watch_delay,
-                on_first_view=gc.freeze,
-            ).start()
+                on_first_view=first_view,
+            )
+            events = _events(settings, api, cluster, metrics)
+            cluster.start()
             if settings.fault_watch_delay:
                 log.warning("fault injected: every watch event is applied %.1fs after it arrives", settings.fault_watch_delay)
             return create_app(
                 settings, cluster=cluster, metrics=metrics, rules=rules, stopping=stopping, order=order,
-                events=_events(settings, api, cluster, metrics), stall=Stall().start(),
+                events=events, stall=Stall().start(), guards=guards,
             )
 
     elif args.snapshot:
@@ -387,13 +444,24 @@ def _serve(args: argparse.Namespace) -> int:
             log.info("events: none in snapshot mode (no API server to write them to)")
 
         def build():
-            return create_app(settings, cluster=cluster, rules=rules, stopping=stopping, order=order)
+            return create_app(settings, cluster=cluster, rules=rules, stopping=stopping, order=order, guards=guards)
 
     else:
         raise ConfigError("serve needs one of --snapshot PATH, --kubeconfig PATH or --in-cluster")
     server = Server(build, settings, stopping=stopping)
     server.run()
     return 0
+
+
+def _own_pod():
+    """reprieve's own Pod, from the downward API's environment the chart sets (REPRIEVE_POD_NAME,
+    REPRIEVE_POD_NAMESPACE, REPRIEVE_POD_UID); None outside a pod, or without them."""
+    from extender.events.recorder import Ref
+
+    name, namespace = os.environ.get("REPRIEVE_POD_NAME"), os.environ.get("REPRIEVE_POD_NAMESPACE")
+    if not name or not namespace:
+        return None
+    return Ref("Pod", name, namespace, os.environ.get("REPRIEVE_POD_UID", ""))
 
 
 def _events(settings: Settings, api, cluster, metrics):
@@ -427,6 +495,7 @@ def _explain(args: argparse.Namespace) -> int:
         output=args.output,
         rules=policy.rules,
         order=policy.order,
+        guards=policy.guards,
         policy=args.policy,
         now=time.time(),
     )
@@ -435,10 +504,16 @@ def _explain(args: argparse.Namespace) -> int:
 
 
 def _simulate(args: argparse.Namespace) -> int:
+    import time
+
+    from extender import policy_file
     from extender.commands import simulate, warn
 
     sys.stdout.write(
         simulate.run(
+            policy=policy_file.load(args.policy) if args.policy else None,
+            policy_path=args.policy,
+            now=time.time(),
             snapshot_path=args.snapshot,
             pods_path=args.pods,
             generate=args.generate,
@@ -447,6 +522,9 @@ def _simulate(args: argparse.Namespace) -> int:
             output=args.output,
             warn=warn,
             strict=args.strict,
+            shape=args.shape,
+            pressure=args.pressure,
+            placement=args.placement,
         )
     )
     return 0

@@ -36,8 +36,13 @@ class Settings:
     fault_watch_delay: float = 0.0
     mode: Mode = Mode.ENFORCE
     events: Events = Events.ON
+    # The extender stanza's httpTimeout in the scheduler's configuration (2 s in
+    # manifests/scheduler-config.yaml; kube-scheduler's own default is 5 s): the scheduler gives
+    # up on a call after it, so a preempt answer given later than that after the request began
+    # has no caller and is not recorded in flight (extender.serving.verbs.preempt).
+    http_timeout: float = 2.0
     # Serving (extender.serving.server, docs/serving.md). The scheduler gives up on a call after
-    # its httpTimeout (2 s shipped, 5 s default): a request slower than that helps nobody.
+    # its httpTimeout (above): a request slower than that helps nobody.
     header_timeout: float = 5.0  # from a request's first byte to the end of its head (and the TLS handshake)
     body_timeout: float = 10.0  # from the end of the head to the end of the body; also to send the answer
     idle_timeout: float = 75.0  # a kept-alive connection with no request; the scheduler reuses connections

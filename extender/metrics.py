@@ -45,8 +45,17 @@ FALLBACKS = {
     ),
 }
 
+# reprieve_answers_dropped_total{verb, reason}: answers whose caller had gone when they were
+# ready (extender.serving.app.caller), so that nothing was recorded for them.
+CLOSED = "connection closed"
+PAST_TIMEOUT = "past httpTimeout"
+CALLER_GONE = (CLOSED, PAST_TIMEOUT)
+
+# reprieve_restart_in_flight{what}: preemptions under way that reprieve's first view showed.
+UNDER_WAY = ("pods nominated", "victims terminating")
+
 # reprieve_events_total{reason}: the Events reprieve records (extender.events.notes).
-EVENT_REASONS = ("Preempting", "ChosenForPreemption", "ShadowPreemption")
+EVENT_REASONS = ("Preempting", "ChosenForPreemption", "ShadowPreemption", "PreemptAnswerDropped", "StartedMidPreemption")
 # reprieve_events_dropped_total{cause}: why an Event was not written.
 EVENT_DROPS = ("queue full", "rate limited", "apiserver slow", "apiserver error")
 
@@ -132,6 +141,13 @@ class Metrics:
             ["source"],
             registry=r,
         )
+        self.answers_dropped = Counter(
+            "reprieve_answers_dropped",
+            "Answers decided after their caller had gone (its connection closed, or the request older than the "
+            "scheduler's httpTimeout): not recorded in flight, by verb and reason.",
+            ["verb", "reason"],
+            registry=r,
+        )
         self.mode = Gauge("reprieve_mode", "1 for the mode reprieve runs in (enforce or shadow).", ["mode"], registry=r)
         self.ready = Gauge("reprieve_ready", "1 while the cluster view is ready (/readyz answers 200), else 0.", registry=r)
 
@@ -162,6 +178,26 @@ class Metrics:
         )
         self.cache_publish_seconds = Histogram(
             "reprieve_cache_publish_seconds", "Time to build a new immutable view.", buckets=_BUCKETS, registry=r
+        )
+
+        # Preemptions under way in the cluster (extender.state.preemptions).
+        self.nominated_oldest = Gauge(
+            "reprieve_nominated_oldest_seconds",
+            "How long the oldest nomination the view shows (a pending pod's nominatedNodeName) has stood, "
+            "counted from the first scrape that saw it (0: none).",
+            registry=r,
+        )
+        self.restart_in_flight = Gauge(
+            "reprieve_restart_in_flight",
+            "Preemptions under way in the cluster when reprieve's first view was published, known from the view "
+            "alone (no ledger survives a restart): pods nominated, victims terminating.",
+            ["what"],
+            registry=r,
+        )
+        self.restart_in_flight_timestamp = Gauge(
+            "reprieve_restart_in_flight_timestamp_seconds",
+            "When (seconds since the epoch) reprieve's first view showed preemptions under way (0: it showed none).",
+            registry=r,
         )
 
         # Kubernetes Events (extender.events).
@@ -204,6 +240,10 @@ class Metrics:
                 self.decisions.labels("preempt", "refused", refusal.value)
         for source in ("scheduler", "reprieve"):
             self.pdb_violations.labels(source)
+        for reason in CALLER_GONE:
+            self.answers_dropped.labels("preempt", reason)
+        for what in UNDER_WAY:
+            self.restart_in_flight.labels(what)
         for reason in EVENT_REASONS:
             self.events.labels(reason)
         for cause in EVENT_DROPS:

@@ -3,7 +3,7 @@ at startup.
 
 Every mistake stops startup with a message naming the key (``queues[2] (prod).guaranteed.cpu:
 ...``). See docs/policy.md for the reference and a complete example. A file that holds only
-``ranking`` orders the ranking and turns on no multi-tenant rule.
+``ranking``, ``strictBudgets`` and ``minimumRuntime`` turns on no multi-tenant (queue) rule.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, 
 from extender.state import handwritten, kube, translate
 from extender.errors import ConfigError
 from policy import ranking
+from policy.guards import Guards, MinimumRuntime, StrictBudgets
 from policy.tenancy import OPT_OUT_ANNOTATION, OptOut, Preemption, Queue, Rules
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
@@ -86,6 +87,17 @@ class ApplicationSpec(_Strict):
     ownerReference: StrictBool = False
 
 
+class StrictBudgetsSpec(_Strict):
+    namespaces: list[StrictStr] | None = None
+    priorityClasses: list[StrictStr] | None = None
+
+
+class MinimumRuntimeSpec(_Strict):
+    priorityClasses: list[StrictStr] | None = None
+    namespaces: list[StrictStr] | None = None
+    duration: Duration
+
+
 class PolicySpec(_Strict):
     queues: list[QueueSpec] = []
     defaultQueue: StrictStr = Field(default="default", min_length=1)
@@ -96,12 +108,28 @@ class PolicySpec(_Strict):
     # Criterion names (policy.ranking.MOVABLE), most decisive first; those not named follow in
     # the default order.
     ranking: list[StrictStr] | None = None
+    # The guards (policy.guards): no default is validated, so an explicit null is an error.
+    strictBudgets: StrictBudgetsSpec = None  # type: ignore[assignment]
+    minimumRuntime: list[MinimumRuntimeSpec] = []
+
+    @field_validator("strictBudgets", mode="before")
+    @classmethod
+    def _strict_budgets(cls, value: object) -> object:
+        if not isinstance(value, dict):
+            what = "empty" if value is None else f"{value!r} is not a mapping"
+            raise ValueError(f"{what}: name namespaces and/or priorityClasses, or write {{}} to make every PodDisruptionBudget strict")
+        return value
+
+
+# Keys that turn on no multi-tenant rule: a file of only these has no queues.
+WITHOUT_QUEUES = frozenset({"ranking", "strictBudgets", "minimumRuntime"})
 
 
 @dataclass(frozen=True)
 class Policy:
-    rules: Rules | None  # None: the file only orders the ranking
+    rules: Rules | None  # None: the file only orders the ranking or sets guards
     order: ranking.Order = ranking.DEFAULT
+    guards: Guards | None = None  # strictBudgets and minimumRuntime; None: neither
 
 
 def load(path: str | Path) -> Policy:
@@ -131,10 +159,13 @@ def parse(raw: object, *, source: str = "policy") -> Policy:
         order = _order(spec.ranking)
     except ValueError as exc:
         raise ConfigError(f"policy {source}: ranking{exc}") from None
-    if spec.model_fields_set == {"ranking"}:
-        return Policy(None, order)
     try:
-        return Policy(_rules(spec), order)
+        guards = _guards(spec)
+        if guards is not None and guards.strict is not None:
+            order = order.with_strict()
+        if spec.model_fields_set and spec.model_fields_set <= WITHOUT_QUEUES:
+            return Policy(None, order, guards)
+        return Policy(_rules(spec), order, guards)
     except ValueError as exc:
         raise ConfigError(f"policy {source}: {exc}") from None
 
@@ -145,7 +176,8 @@ def _order(names: list[str] | None) -> ranking.Order:
 
 
 def _named(message: str, raw: dict) -> str:
-    """``queues.2.weight`` -> ``queues[2] (prod).weight``: the operator looks for the name."""
+    """``queues.2.weight`` -> ``queues[2] (prod).weight``: the operator looks for the name.
+    ``minimumRuntime.0.duration`` -> ``minimumRuntime[0].duration``."""
     queues = raw.get("queues") if isinstance(raw.get("queues"), list) else []
 
     def name(match: re.Match) -> str:
@@ -154,7 +186,34 @@ def _named(message: str, raw: dict) -> str:
         label = f" ({entry['name']})" if isinstance(entry, dict) and isinstance(entry.get("name"), str) else ""
         return f"queues[{index}]{label}"
 
+    message = re.sub(r"minimumRuntime\.(\d+)", r"minimumRuntime[\1]", message)
     return re.sub(r"queues\.(\d+)", name, message)
+
+
+def _guards(spec: PolicySpec) -> Guards | None:
+    """strictBudgets and minimumRuntime (policy.guards); None where the file sets neither."""
+    strict = None
+    if spec.strictBudgets is not None:
+        strict = StrictBudgets(
+            namespaces=frozenset(spec.strictBudgets.namespaces or ()),
+            priority_classes=frozenset(spec.strictBudgets.priorityClasses or ()),
+        )
+    runtime = []
+    for i, rule in enumerate(spec.minimumRuntime):
+        duration = parse_duration(rule.duration)
+        if duration <= 0:
+            raise ValueError(f"minimumRuntime[{i}].duration: {rule.duration} protects no pod; give a positive duration or leave the rule out")
+        runtime.append(
+            MinimumRuntime(
+                duration=duration,
+                namespaces=frozenset(rule.namespaces or ()),
+                priority_classes=frozenset(rule.priorityClasses or ()),
+                index=i,
+            )
+        )
+    if strict is None and not runtime:
+        return None
+    return Guards(strict, tuple(runtime))
 
 
 def _rules(spec: PolicySpec) -> Rules:

@@ -51,13 +51,13 @@ _NOTHING = (0, 0)  # the room of a resource neither the node nor its pods name
 # Room without any live victim: nothing to pay (and, where pods are terminating, perhaps no
 # need to preempt at all: policy.preempt always solves such a node). In CANONICAL's order, like
 # every floor a summary keeps; Floors returns them in the ranking's order.
-FREE = ranking.DEFAULT.floor(
+FREE = ranking.FULL.floor(
     Reach(violations=0, top=-math.inf, guaranteed=0, burstable=0, victims=0, lowest=0, start=-math.inf)
 )
 # Where a canonical floor holds the victims' bound and the bound on victims with no home, which
 # Floors lowers per request (_with_homeless).
-_VICTIMS = ranking.DEFAULT.position(ranking.VICTIMS)
-_HOMELESS = ranking.DEFAULT.position(ranking.HOMELESS)
+_VICTIMS = ranking.FULL.position(ranking.VICTIMS)
+_HOMELESS = ranking.FULL.position(ranking.HOMELESS)
 
 
 class Level(NamedTuple):
@@ -234,7 +234,7 @@ class Floors:
             level = max(level, bisect_left(summary.level_sums[r], amount))
         top = summary.levels[level]
         at_top = max(1, victims - top.under)  # victims at the top priority, if it is the bound's
-        return ranking.DEFAULT.floor(Reach(
+        return ranking.FULL.floor(Reach(
             violations=violations,
             top=top.priority,
             guaranteed=max(0, victims - summary.not_guaranteed),

@@ -13,6 +13,10 @@ class Cause(str, Enum):
     DOES_NOT_FIT = "does not fit"
     PROTECTED = "victims protected by policy"
     QUEUE_SHARE = "queue shares"
+    # The policy's guards (policy.guards): every victim set that makes room violates a strict
+    # PodDisruptionBudget, or the pods that could make room are inside their minimum runtime.
+    STRICT_BUDGET = "strict budget"
+    MIN_RUNTIME = "minimum runtime"
     UNKNOWN_NODE = "unknown node"
     UNKNOWN_VICTIM = "unknown victim"
     # The scheduler's victims for this node include pods on other nodes: a victim unit that
@@ -38,6 +42,10 @@ class Cause(str, Enum):
     NOTHING_TO_EVICT = "nothing to evict"
     # Outranked without being solved: a lower bound on its cost is above the chosen node's (policy.bounds).
     NOT_SOLVED = "not solved"
+
+
+# The causes of the policy's guards (policy.guards): a pod they leave pending is told why.
+GUARDED = frozenset({Cause.STRICT_BUDGET, Cause.MIN_RUNTIME})
 
 
 class Refusal(str, Enum):

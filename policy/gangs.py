@@ -141,20 +141,38 @@ def _positive(text: str | None) -> int | None:
     return value if value > 0 else None
 
 
-def gang(mark_: GangMark, members: Sequence["Pod"], groups: Mapping[str, GroupMinimum]) -> Gang | None:
-    """``mark_``'s gang given all pods that carry its key (bound, pending or terminating) and
-    the group objects' minimums; None when no minimum is known or it is 1, or when fewer
-    members run than the minimum (independent pods: see the module docstring)."""
+def gang(members: Sequence["Pod"], groups: Mapping[str, GroupMinimum]) -> Gang | None:
+    """The gang of ``members``, every pod that carries its key (bound, pending or terminating),
+    given the group objects' minimums; None when no minimum is known or it is 1, or when fewer
+    members run than the minimum (independent pods: see the module docstring).
+
+    One minimum per gang, the largest its members' marks give: members may disagree (Kueue's
+    total count and LeaderWorkerSet's size are per pod; Kueue refuses such a group), and a gang
+    judged by each member's own count broke once per count, or not at all, depending on which
+    member was counted last (the exact search's running count and count_broken disagreed). The
+    largest never counts a member as spare where another member's count says it is needed."""
     running = sum(1 for p in members if p.node_name is not None and not p.terminating)
-    if mark_.everyone:
-        minimum, source = sum(1 for p in members if not p.terminating), mark_.source
-    elif mark_.minimum is not None:
-        minimum, source = mark_.minimum, mark_.source
-    elif (found := groups.get(mark_.key)) is not None:
-        minimum, source = found.minimum, f"{mark_.source}, {found.source}={found.minimum}"
-    else:
+    best: tuple[int, str] | None = None
+    for mark_ in {p.gang for p in members if p.gang is not None}:
+        found = _minimum(mark_, members, groups)
+        if found is not None and (best is None or found > best):
+            best = found
+    if best is None:
         return None
-    return Gang(mark_.key, minimum, running, source) if minimum >= 2 and running >= minimum else None
+    minimum, source = best
+    key = next(p.gang.key for p in members if p.gang is not None)
+    return Gang(key, minimum, running, source) if minimum >= 2 and running >= minimum else None
+
+
+def _minimum(mark_: GangMark, members: Sequence["Pod"], groups: Mapping[str, GroupMinimum]) -> tuple[int, str] | None:
+    """The minimum ``mark_`` gives its gang, and where it comes from; None if it gives none."""
+    if mark_.everyone:
+        return sum(1 for p in members if not p.terminating), mark_.source
+    if mark_.minimum is not None:
+        return mark_.minimum, mark_.source
+    if (found := groups.get(mark_.key)) is not None:
+        return found.minimum, f"{mark_.source}, {found.source}={found.minimum}"
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from policy.apps import AppMark
 from policy.gangs import GangMark
 from policy.jobs import JobIndex
 from policy.labels import Selector
@@ -56,6 +57,7 @@ class Pod:
     # policy.view.known_to_scheduler).
     scheduler_name: str = DEFAULT_SCHEDULER
     gang: GangMark | None = None  # the all-or-nothing group it belongs to (policy.gangs)
+    app: AppMark | None = None  # the application with a manager it belongs to (policy.apps)
     # Its controller's kind and its node constraints (policy.placement): one shared object per
     # distinct value, so that each pod pays one slot (policy.homes reads it).
     placement: Placement = BARE

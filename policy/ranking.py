@@ -3,13 +3,14 @@
 A cost is a lexicographic key over the criteria of policy.criteria (one module each, the
 default order their registry's), each only breaking ties left by the ones before it.
 Upstream's ``pickOneNodeForPreemption`` uses PDB violations, the highest victim priority, the
-sum of priorities, the count and the start; reprieve adds broken gangs, the QoS classes and
-victims with no home. A policy may reorder the criteria between the first and the last
-(``Order``; docs/policy.md): the opted-out victims stay first (a last resort is last whatever
-else) and the start last (a tie-breaker, whose lower bound holds only where the priorities
-before it are equal). Terminating victims are already leaving and cost nothing, so only live
-victims are counted. Nodes equal on every criterion are all returned; the scheduler then
-picks among them with its own rules.
+sum of priorities, the count and the start; reprieve adds broken gangs, the pods lost with
+them and with their managers, the QoS classes, victims with no home and the pod-deletion-cost.
+A policy may reorder the criteria between the first and the last (``Order``; docs/policy.md):
+the opted-out victims stay first (a last resort is last whatever else) and the start last (a
+tie-breaker, whose lower bound holds only where the priorities before it are equal).
+Terminating victims are already leaving and cost nothing, so only live victims are counted.
+Nodes equal on every criterion are all returned; the scheduler then picks among them with its
+own rules.
 """
 
 from __future__ import annotations
@@ -31,12 +32,14 @@ from policy.criteria import (
     GUARANTEED,
     HOMELESS,
     JOBS_FAILED,
+    MANAGERS,
     MOVABLE,
     OPTED_OUT,
     PDB_VIOLATIONS,
     PRIORITY_SUM,
     RETRIES_BURNED,
     START,
+    STRICT_BUDGETS,
     TOP_PRIORITY,
     VICTIMS,
     Criterion,
@@ -50,9 +53,9 @@ from policy.model import Pod
 
 # The criteria by name, with the rest of the ranking's vocabulary.
 __all__ = [
-    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "DEFAULT", "DELETION_COST", "GANG_WORK", "GUARANTEED", "HOMELESS", "JOBS_FAILED", "MOVABLE", "OPTED_OUT",
-    "PDB_VIOLATIONS", "PRIORITY_SUM", "RETRIES_BURNED", "SHIFT", "START", "TOP_PRIORITY", "VICTIMS", "Cost", "Criterion", "Facts",
-    "Kind", "Layout", "Order", "Reach", "Unit", "best",
+    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "DEFAULT", "DELETION_COST", "GANG_WORK", "GUARANTEED", "HOMELESS", "JOBS_FAILED", "MANAGERS",
+    "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PRIORITY_SUM", "RETRIES_BURNED", "SHIFT", "START", "STRICT_BUDGETS", "TOP_PRIORITY", "VICTIMS", "Cost",
+    "Criterion", "Facts", "FULL", "Kind", "Layout", "Order", "Reach", "Unit", "best",
 ]
 
 class Layout:
@@ -100,20 +103,29 @@ def _floor_index(c: Criterion) -> int:
 
 
 class Order(Layout):
-    """A ranking order: CANONICAL with MOVABLE in the order given (all of them, once each)."""
+    """A ranking order: CANONICAL with MOVABLE in the order given (all of them, once each).
+    ``strict``: the policy's strictBudgets is on, and its violations come first of all;
+    otherwise the order leaves that criterion out (its value is 0 for every set)."""
 
-    def __init__(self, movable: Sequence[Criterion] = MOVABLE) -> None:
+    def __init__(self, movable: Sequence[Criterion] = MOVABLE, *, strict: bool = False) -> None:
         if sorted(c.name for c in movable) != sorted(c.name for c in MOVABLE):
             raise ValueError(
                 "name each of " + ", ".join(repr(c.name) for c in MOVABLE) + " once"
                 + (f" (given: {', '.join(repr(c.name) for c in movable)})" if movable else "")
             )
-        super().__init__((OPTED_OUT, *movable, START))
+        super().__init__((*((STRICT_BUDGETS,) if strict else ()), OPTED_OUT, *movable, START))
+        self.strict = strict
         # Where each criterion of this order sits in CANONICAL: a key is the canonical tuple
-        # read in this order (None: the canonical order itself, no copy needed).
+        # read in this order (None: the canonical order itself, no copy needed; _skip: the
+        # canonical order less its first criterion, a slice).
         index = tuple(CANONICAL.index(c) for c in self.criteria)
         self._index = None if index == tuple(range(len(CANONICAL))) else index
+        self._skip = index == tuple(range(1, len(CANONICAL)))
         self._floors = itemgetter(*(_floor_index(c) for c in self.criteria))
+
+    def with_strict(self) -> "Order":
+        """This order with the strict budget violations first (itself if they are already)."""
+        return self if self.strict else Order(self.criteria[1:-1], strict=True)
 
     @classmethod
     def named(cls, names: Iterable[str]) -> "Order":
@@ -132,12 +144,16 @@ class Order(Layout):
     def arrange(self, canonical: tuple) -> tuple:
         """A tuple of CANONICAL's criteria in this order."""
         index = self._index
-        return canonical if index is None else tuple(canonical[i] for i in index)
+        if index is None:
+            return canonical
+        return canonical[1:] if self._skip else tuple(canonical[i] for i in index)
 
     def arrange_prefix(self, canonical: tuple) -> tuple:
         """``arrange`` for every criterion but the last (START), of a tuple without it."""
         index = self._index
-        return canonical if index is None else tuple(canonical[i] for i in index[:-1])
+        if index is None:
+            return canonical
+        return canonical[1:] if self._skip else tuple(canonical[i] for i in index[:-1])
 
     def cost(self, victims: Sequence[Pod], facts: Facts) -> "Cost":
         """The key of evicting ``victims`` (policy.criteria.Facts: what the criteria know of the
@@ -167,6 +183,8 @@ class Order(Layout):
 
 
 DEFAULT = Order()
+# Every criterion in CANONICAL's order: the order policy.bounds keeps its floors in.
+FULL = Order(strict=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,8 +210,33 @@ class Cost:
 
     def versus(self, winner: "Cost") -> str:
         """Why ``winner`` ranks before this cost: the first criterion on which they differ."""
-        step = next(i for i, (a, b) in enumerate(zip(self.key, winner.key)) if a != b)
+        step = self._first_difference(winner)
         return f"{self.layout.criteria[step].name} {self._show(step)} here vs {winner._show(step)}"
+
+    def deciding(self, other: "Cost") -> Criterion | None:
+        """The first criterion, in the order both costs share, on which ``other`` differs from
+        this one; None where they are equal on every criterion."""
+        step = self._first_difference(other)
+        return None if step is None else self.layout.criteria[step]
+
+    def decided_by(self, other: "Cost", here: str = "", there: str = "") -> str:
+        """What sets this cost and ``other`` apart, in words (explain's differences, the decision
+        log, Events): ``decided by <criterion>: <this value><here> against <other's><there>`` on
+        the first criterion where they differ, each value as its criterion shows it; ``equal on
+        every criterion`` where none does."""
+        criterion = self.deciding(other)
+        if criterion is None:
+            return "equal on every criterion"
+        return f"decided by {criterion.name}: {self.show(criterion)}{here} against {other.show(criterion)}{there}"
+
+    def show(self, criterion: Criterion) -> str:
+        """This cost's value of ``criterion``, as the criterion shows it."""
+        return self._show(self.layout.position(criterion))
+
+    def _first_difference(self, other: "Cost") -> int | None:
+        if self.layout is not other.layout and self.layout != other.layout:
+            raise ValueError(f"costs in different orders: {self.layout!r} and {other.layout!r}")
+        return next((i for i, (a, b) in enumerate(zip(self.key, other.key)) if a != b), None)
 
     def _show(self, step: int) -> str:
         criterion = self.layout.criteria[step]

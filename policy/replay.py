@@ -2,8 +2,9 @@
 
 Each side starts from the same cluster and applies its own decisions to its own copy of it:
 the victims are removed and the preemptor is bound to the chosen node. A pod that fits
-somewhere without preemption is bound to the first such node by name on both sides (the
-scheduler would bind it and preempt nothing). Only the nodes the pod's own constraints admit
+somewhere without preemption is bound on both sides alike to the node the scheduler's resource
+scores prefer (policy.scoring: ``placement``, least-allocated by default; the scheduler would
+bind it and preempt nothing). Only the nodes the pod's own constraints admit
 (cordon, taints, node selector and affinity: policy.stock applies them first, as the
 scheduler's filters do) are places to fit or to preempt. The two sides differ only in who picks
 the victims:
@@ -35,15 +36,19 @@ docs/simulate.md).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from policy import gangs, homes, jobs, stock
+from policy import apps, gangs, homes, jobs, ranking, scoring, stock
 from policy.criteria import gang_work
+from policy.guards import Guards
 from policy.model import DisruptionBudget, Pod
 from policy.pdb import count_violations
 from policy.preempt import decide
 from policy.qos import QoS
+from policy.scoring import Placement
+from policy.tenancy import Rules
 from policy.view import ClusterView
 
 STOCK = "stock"
@@ -60,22 +65,22 @@ class Choice:
     why: str = ""
 
 
-# (view, pending pod) -> what the side does; the two below are the replay's sides.
-Decider = Callable[[ClusterView, Pod], Choice]
+# (view, pending pod, where a pod that fits goes) -> what the side does; the two below are the replay's sides.
+Decider = Callable[[ClusterView, Pod, Placement], Choice]
 
 
-def _first_fit(dry: stock.Decision) -> Choice | None:
+def _first_fit(view: ClusterView, pod: Pod, dry: stock.Decision, placement: Placement) -> Choice | None:
     if dry.fits:
-        return Choice(sorted(dry.fits)[0], why="fits without preemption")
+        return Choice(scoring.choose(view, pod, dry.fits, placement), why="fits without preemption")
     if dry.refusal:
         return Choice(None, why=dry.refusal)
     return None
 
 
-def stock_side(view: ClusterView, pod: Pod) -> Choice:
+def stock_side(view: ClusterView, pod: Pod, placement: Placement = scoring.DEFAULT) -> Choice:
     """Upstream DefaultPreemption (policy.stock): its own victims on the node it picks."""
     dry = stock.decide(view=view, preemptor=pod, node_names=sorted(view.nodes))
-    done = _first_fit(dry)
+    done = _first_fit(view, pod, dry, placement)
     if done is not None:
         return done
     chosen = dry.pick.chosen
@@ -84,14 +89,26 @@ def stock_side(view: ClusterView, pod: Pod) -> Choice:
     return Choice(chosen, dry.nodes[chosen].victims, why=dry.pick.reasons[chosen])
 
 
-def reprieve_side(view: ClusterView, pod: Pod) -> Choice:
+def reprieve_side(
+    view: ClusterView,
+    pod: Pod,
+    placement: Placement = scoring.DEFAULT,
+    *,
+    rules: Rules | None = None,
+    order: ranking.Order = ranking.DEFAULT,
+    guards: Guards | None = None,
+    now: float | None = None,
+) -> Choice:
     """The scheduler's proposals fed to reprieve (policy.preempt.decide), as the preempt verb
-    receives them; the scheduler then picks among reprieve's answer with its own rules."""
+    receives them; the scheduler then picks among reprieve's answer with its own rules. With a
+    policy file's ``rules``, ``order`` and ``guards`` (``reprieve_with``), judged at ``now``."""
     dry = stock.decide(view=view, preemptor=pod, node_names=sorted(view.nodes))
-    done = _first_fit(dry)
+    done = _first_fit(view, pod, dry, placement)
     if done is not None:
         return done
-    decision = decide(view=view, preemptor=pod, proposals=dry.proposals)
+    decision = decide(
+        view=view, preemptor=pod, proposals=dry.proposals, rules=rules, order=order, guards=guards, now=now
+    )
     costs = {
         name: stock.cost([view.pods[uid] for uid in answer.uids], answer.num_pdb_violations)
         for name, answer in decision.answer.items()
@@ -107,6 +124,14 @@ def reprieve_side(view: ClusterView, pod: Pod) -> Choice:
 SIDES: Mapping[str, Decider] = {STOCK: stock_side, REPRIEVE: reprieve_side}
 
 
+def reprieve_with(
+    *, rules: Rules | None = None, order: ranking.Order = ranking.DEFAULT, guards: Guards | None = None,
+    now: float | None = None,
+) -> Decider:
+    """reprieve's side under a policy file (``reprieve simulate --policy``)."""
+    return functools.partial(reprieve_side, rules=rules, order=order, guards=guards, now=now)
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
     """One pending pod's turn on one side."""
@@ -120,6 +145,7 @@ class Step:
     why: str
     broken_gangs: tuple[str, ...] = ()  # keys of the gangs its victims broke (policy.gangs)
     stranded: int = 0  # running members of those gangs left behind, their work lost (policy.criteria.gang_work)
+    managed_lost: int = 0  # running pods left behind by the managers its victims include (policy.apps)
     jobs_failed: tuple[str, ...] = ()  # the Jobs and indexes its victims failed (policy.jobs.Budget keys)
     retries_burned: int = 0  # its victims whose Job counted their eviction (policy.jobs)
 
@@ -137,6 +163,7 @@ class Totals:
     jobs_failed: int  # distinct Jobs (or indexes, with backoffLimitPerIndex) whose retries the victims exhausted
     broken_gangs: int  # distinct gangs that lost more running members than they could spare
     members_stranded: int  # running members of the broken gangs not evicted: idle, their work lost
+    managed_pods_lost: int  # running pods of the applications whose managers were evicted, not evicted themselves
     guaranteed_victims: int
     burstable_victims: int
     priority_loss: int  # sum over victims of (priority - floor + 1), floor: the lowest priority in the workload
@@ -155,6 +182,7 @@ class Totals:
         "jobs_failed",
         "broken_gangs",
         "members_stranded",
+        "managed_pods_lost",
         "guaranteed_victims",
         "burstable_victims",
         "priority_loss",
@@ -190,9 +218,12 @@ def replay(
     side: str,
     replace: bool = False,
     floor: int | None = None,
+    placement: Placement = scoring.DEFAULT,
+    decider: Decider | None = None,
 ) -> Run:
-    """Place ``pending`` one by one through ``side`` (STOCK or REPRIEVE) on a copy of ``view``."""
-    decider = SIDES[side]
+    """Place ``pending`` one by one through ``side`` (STOCK or REPRIEVE) on a copy of ``view``;
+    ``decider``: the side's own if None (reprieve_with: reprieve under a policy)."""
+    decider = decider or SIDES[side]
     floor = floor_priority(view, pending) if floor is None else floor
     cluster = _Cluster(view)
     queue: list[tuple[Pod, int]] = [(p, 0) for p in pending]
@@ -203,7 +234,7 @@ def replay(
         pod, depth = queue[i]
         i += 1
         current = cluster.view
-        choice = decider(current, pod)
+        choice = decider(current, pod, placement)
         if choice.node is None:
             steps.append(Step(pod.key, depth, None, (), 0, (), choice.why))
             continue
@@ -212,6 +243,7 @@ def replay(
         broke = gangs.count_broken(live, current.gang_of)
         broken = tuple(g.key for g in broke.gangs)
         stranded = gang_work.lost(live, broke, current.gang_of) - len(live) if broke.count else 0
+        managed_lost = apps.ended(live, current.app_of).stranded
         where = homes.of(current)
         no_home = tuple(v.key for v in live if where.home(v, excluding=choice.node) is None)
         failed = tuple(b.key for b in jobs.failing(live, current.stake_of))
@@ -222,15 +254,27 @@ def replay(
             queue.extend((r, depth + 1) for v in live if (r := cluster.replacement(v, current.stake_of(v))) is not None)
         steps.append(
             Step(pod.key, depth, choice.node, tuple(v.key for v in live), violations, no_home, choice.why, broken, stranded,
-                 failed, burned)
+                 managed_lost=managed_lost, jobs_failed=failed, retries_burned=burned)
         )
     return Run(side, tuple(steps), _totals(steps, removed, floor), cluster.view)
 
 
-def compare(view: ClusterView, pending: Sequence[Pod], *, replace: bool = False) -> dict[str, Run]:
-    """Both sides over the same workload (and the same ``priority_loss`` floor)."""
+def compare(
+    view: ClusterView,
+    pending: Sequence[Pod],
+    *,
+    replace: bool = False,
+    placement: Placement = scoring.DEFAULT,
+    reprieve: Decider | None = None,
+) -> dict[str, Run]:
+    """Both sides over the same workload (and the same ``priority_loss`` floor and placement);
+    ``reprieve``: reprieve's decider if not the plain one (reprieve_with)."""
     floor = floor_priority(view, pending)
-    return {side: replay(view, pending, side=side, replace=replace, floor=floor) for side in (STOCK, REPRIEVE)}
+    deciders = {STOCK: None, REPRIEVE: reprieve}
+    return {
+        side: replay(view, pending, side=side, replace=replace, floor=floor, placement=placement, decider=deciders[side])
+        for side in (STOCK, REPRIEVE)
+    }
 
 
 def _totals(steps: list[Step], victims: list[Pod], floor: int) -> Totals:
@@ -244,6 +288,7 @@ def _totals(steps: list[Step], victims: list[Pod], floor: int) -> Totals:
         # A gang broken once stays broken (its running members below the minimum): counted once.
         broken_gangs=len({key for s in steps for key in s.broken_gangs}),
         members_stranded=sum(s.stranded for s in steps),
+        managed_pods_lost=sum(s.managed_lost for s in steps),
         guaranteed_victims=sum(v.qos == QoS.GUARANTEED for v in victims),
         burstable_victims=sum(v.qos == QoS.BURSTABLE for v in victims),
         priority_loss=sum(v.priority - floor + 1 for v in victims),

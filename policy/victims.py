@@ -6,13 +6,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from policy import exact, gangs, jobs, ranking, resources
+from policy import apps, exact, gangs, jobs, ranking, resources
 from policy.causes import Cause
 from policy.criteria import Facts
 from policy.homes import NONE_HOMELESS, Homeless, Homes, homeless
 from policy.importance import more_important, most_important_first
 from policy.model import Pod
-from policy.pdb import BudgetsOf, Violations, violating
+from policy.guards import Inside
+from policy.pdb import BudgetsOf, Violations, spent_on, violating
 from policy.pdb import protected as protected_by_budgets
 from policy.resources import Vector
 from policy.tenancy import Judgement, Screen
@@ -34,6 +35,9 @@ class Choosing:
     gang_of: gangs.GangOf | None = None  # policy.gangs
     order: ranking.Order = ranking.DEFAULT  # how victim sets rank (policy.ranking)
     homes: Homes | None = None  # where victims could go (policy.homes)
+    inside: Inside | None = None  # why a pod is inside its minimum runtime (policy.guards)
+    strict_of: BudgetsOf | None = None  # the strict budgets covering a pod (policy.guards)
+    app_of: apps.AppOf | None = None  # applications with a manager (policy.apps)
     stake_of: jobs.StakeOf | None = None  # what evicting a pod costs its Job (policy.jobs)
 
 
@@ -66,6 +70,7 @@ class _Here:
     nameable: Callable[[Pod], bool] | None
     at_least: Vector | None
     swap: bool
+    young: frozenset[str] = frozenset()  # keys of the protected pods inside their minimum runtime
 
 
 def select_victims(
@@ -101,6 +106,12 @@ def select_victims(
     them. If the victims would leave another queue below its share, the attempt is repeated
     with that queue's pods reprieved first; if that fails too, the node is rejected.
 
+    With the policy's guards (policy.guards), pods inside their minimum runtime stay like
+    protected ones (``choosing.inside``), and a set that violates a strict budget
+    (``choosing.strict_of``; its criterion first in ``choosing.order``) is no answer: the
+    attempt with the last resorts is tried, and if every attempt's cheapest set still violates
+    one, the node is rejected (Cause.STRICT_BUDGET).
+
     ``nameable`` says which pods the answer may name (policy.preempt: those the scheduler can
     resolve). A live pod it refuses stays, like a protected one; a terminating pod it refuses
     still leaves (its room is freed) but is not named. ``at_least``: the victims named must
@@ -120,37 +131,70 @@ def select_victims(
     lower = [p for p in node.pods if p.priority < preemptor.priority]
     if not lower:
         return NodeRejected(node.name, f"no pod has priority below {preemptor.priority}", Cause.NO_LOWER_PRIORITY)
-    protected, last_resort = _screened(lower, choosing.screen, nameable)
-    here = _Here(node, reservations, protected, nameable, at_least, swap)
+    protected, last_resort, young = _screened(lower, choosing, nameable)
+    here = _Here(node, reservations, protected, nameable, at_least, swap, young)
     candidates = [p for p in lower if p.key not in protected]
     shunned = {p.uid for p in last_resort}
     attempts = [([p for p in candidates if p.uid not in shunned], ())]
     if last_resort:
         attempts.append((candidates, tuple(last_resort)))
     result: VictimSelection | NodeRejected | None = None
+    violating: VictimSelection | None = None  # the first attempt's set that violates a strict budget
     for pool, spare_first in attempts:
         result = _attempt(here, choosing, pool, spare_first)
         if isinstance(result, VictimSelection):
-            break
+            if not _strict_violations(result).count:
+                break
+            violating = violating or result
     assert result is not None
+    if violating is not None and (not isinstance(result, VictimSelection) or _strict_violations(result).count):
+        return _breaks_strict(here, violating, len(candidates))
     if isinstance(result, NodeRejected) and not candidates:
         return NodeRejected(
-            node.name, f"every lower-priority pod is protected: {_protections(protected)}", _cause(protected)
+            node.name, f"every lower-priority pod is protected: {_protections(protected)}", _cause(protected, young)
         )
     return result
 
 
+def _strict_violations(selection: VictimSelection) -> Violations:
+    return selection.cost.detail(ranking.STRICT_BUDGETS)
+
+
+def _breaks_strict(here: _Here, violating: VictimSelection, candidates: int) -> NodeRejected:
+    """The node's cheapest victims still violate a strict budget: no answer here. Exact where
+    the search saw every set (policy.exact.EXACT_LIMIT); above it, of the sets it tried."""
+    strict = _strict_violations(violating)
+    which = "every victim set that makes room here" if candidates <= exact.EXACT_LIMIT else (
+        f"every victim set reprieve tried here ({candidates} candidates, more than it can try one by one)"
+    )
+    reason = (
+        f"{which} violates strict PodDisruptionBudget {', '.join(strict.budgets)}: the cheapest "
+        f"({_names(violating.victims)}) takes {strict.count} victim(s) past its allowance"
+    )
+    if here.protected:
+        reason += f"; {len(here.protected)} protected: {_protections(here.protected)}"
+    return NodeRejected(here.node.name, reason, Cause.STRICT_BUDGET)
+
+
 def _screened(
-    lower: Sequence[Pod], screen: Screen | None, nameable: Callable[[Pod], bool] | None
-) -> tuple[dict[str, str], list[Pod]]:
-    """The lower-priority pods that stay whatever (key -> why: the answer may not name them, or
-    the rules protect them), and those the rules make a last resort."""
+    lower: Sequence[Pod], choosing: Choosing, nameable: Callable[[Pod], bool] | None
+) -> tuple[dict[str, str], list[Pod], frozenset[str]]:
+    """The lower-priority pods that stay whatever (key -> why: the answer may not name them,
+    they are inside their minimum runtime, or the rules protect them), those the rules make a
+    last resort, and the keys of those inside their minimum runtime."""
     protected: dict[str, str] = {}
     last_resort: list[Pod] = []
+    screen, inside = choosing.screen, choosing.inside
     if nameable is not None:
         for pod in lower:
             if not pod.terminating and not nameable(pod):
                 protected[pod.key] = UNSETTLED
+    young = set()
+    if inside is not None:
+        for pod in lower:
+            if pod.key not in protected and (why := inside(pod)):  # inside() passes terminating pods
+                protected[pod.key] = why
+                young.add(pod.key)
     if screen is not None:
         for pod in lower:
             if pod.terminating or pod.key in protected:
@@ -160,7 +204,7 @@ def _screened(
                 protected[pod.key] = why
             elif judgement is Judgement.LAST_RESORT:
                 last_resort.append(pod)
-    return protected, last_resort
+    return protected, last_resort, frozenset(young)
 
 
 def _attempt(
@@ -182,10 +226,17 @@ def _attempt(
         room = _freeing_at_least(here, room, checked, (*live, *leaving))
         if isinstance(room, NodeRejected):
             return room
+    if choosing.strict_of is not None:
+        short = _strict_shortfall(room, checked, live, choosing.strict_of)
+        if short:
+            return NodeRejected(node.name, f"every victim set that makes room here violates {short}", Cause.STRICT_BUDGET)
     first = frozenset(p.uid for p in spare_first)
     homes = choosing.homes
     no_home = frozenset(p.uid for p in live if homes.home(p, excluding=node.name) is None) if homes else frozenset()
-    facts = Facts(choosing.budgets_of, choosing.gang_of, first, no_home, stake_of=choosing.stake_of)
+    facts = Facts(
+        choosing.budgets_of, choosing.gang_of, first, no_home,
+        app_of=choosing.app_of, strict_of=choosing.strict_of, stake_of=choosing.stake_of,
+    )
     greedy = _orders(live, [p for p in candidates if p.terminating], facts, checked)
     best = _best_reprieve(exact.Search(room, checked, live, leaving, facts, choosing.order), greedy, here, choosing.screen)
     # Law 2 over the whole set: if the reprieve takes too much from some queue, choose again,
@@ -202,6 +253,40 @@ def _attempt(
     return _selection(here, choosing, best, candidates, facts)
 
 
+def _strict_shortfall(room: dict[str, int], checked: Sequence[str], live: Sequence[Pod], strict_of: BudgetsOf) -> str:
+    """Why no victim set keeps every strict budget ('' if one may; else the budgets that cover
+    more candidates than they allow, and the shortfall): the most the victims can
+    free without a strict violation, the live pods no strict budget covers and, per strict
+    budget, its ``disruptionsAllowed`` largest members (an upper bound, as policy.bounds'
+    spared: a pod under two budgets counts in both), is short of what they must free. A cheap
+    check before the search, so that a node that must violate one is not solved."""
+    spared = dict.fromkeys(checked, 0)
+    members: dict[str, tuple[int, list[Pod]]] = {}
+    for pod in live:
+        budgets = spent_on(pod, strict_of)
+        if not budgets:
+            for r in checked:
+                spared[r] += pod.requests.get(r, 0)
+        for budget in budgets:
+            members.setdefault(budget.key, (budget.disruptions_allowed, []))[1].append(pod)
+    for allowed, pods in members.values():
+        if allowed > 0:
+            for r in checked:
+                spared[r] += sum(sorted((p.requests.get(r, 0) for p in pods), reverse=True)[:allowed])
+    short = {}
+    for r in checked:
+        need = sum(p.requests.get(r, 0) for p in live) - room[r]
+        if need > spared[r]:
+            short[r] = need - spared[r]
+    if not short:
+        return ""
+    tight = sorted(key for key, (allowed, pods) in members.items() if len(pods) > allowed)
+    return (
+        f"strict PodDisruptionBudget {', '.join(tight)}: the pods it may take within their allowance free too "
+        f"little (short of {resources.describe(short)})"
+    )
+
+
 def _room(here: _Here, preemptor: Pod, candidates: list[Pod], checked: Sequence[str]) -> dict[str, int] | NodeRejected:
     """What the reprieved candidates may use of each checked resource: the node's room once
     every candidate is gone and the preemptor and the room held are placed."""
@@ -216,7 +301,7 @@ def _room(here: _Here, preemptor: Pod, candidates: list[Pod], checked: Sequence[
     alloc = node.node.allocatable
     missing = resources.shortfalls(request=preemptor.requests, allocatable=alloc, used=kept)
     if missing:
-        return _no_room(node, here.reservations, here.protected, f"short of {resources.describe(missing)}")
+        return _no_room(here, f"short of {resources.describe(missing)}")
     return {r: alloc.get(r, 0) - kept.get(r, 0) - preemptor.requests[r] for r in checked}
 
 
@@ -230,10 +315,7 @@ def _freeing_at_least(
         room[r] = min(room[r], cap)
     short = {r: -v for r, v in room.items() if v < 0}
     if short:
-        return _no_room(
-            here.node, here.reservations, here.protected,
-            f"cannot free as much as the scheduler's own victims (short of {resources.describe(short)})",
-        )
+        return _no_room(here, f"cannot free as much as the scheduler's own victims (short of {resources.describe(short)})")
     return room
 
 
@@ -260,6 +342,12 @@ def _selection(
     whole = gangs.kept_whole(candidates, victims, choosing.gang_of)
     if whole:
         reasons.append("takes no more than it can spare from " + "; ".join(g.describe() for g in whole))
+    ended = best.cost.detail(ranking.MANAGERS)
+    if ended.count:
+        reasons.append(ended.describe())
+    kept = _managers_kept(candidates, victims, choosing.app_of)
+    if kept:
+        reasons.append("keeps the manager of " + "; ".join(kept))
     gone = homeless(victims, choosing.homes, node=node.name) if choosing.homes is not None else NONE_HOMELESS
     if gone.count:
         reasons.append(gone.describe())
@@ -278,22 +366,38 @@ def _selection(
     return VictimSelection(node.name, victims, violations, tuple(reasons), opted_out, broken, gone, best.cost)
 
 
-def _no_room(node: NodeInfo, reservations: Sequence[Pod], protected: dict[str, str], short: str) -> NodeRejected:
+def _managers_kept(candidates: Sequence[Pod], victims: Sequence[Pod], app_of: apps.AppOf | None) -> list[str]:
+    """``Spark application ns/x (4 running pod(s)): ns/driver`` for each live candidate that
+    manages running pods and stays (policy.apps): what the choice kept from ending."""
+    gone = {p.uid for p in victims}
+    kept = []
+    for pod in candidates:
+        found = None if pod.terminating or pod.uid in gone else apps.manages(pod, app_of)
+        if found is not None and found.running > 1:
+            kept.append(f"{found.describe()}: {pod.key}")
+    return kept
+
+
+def _no_room(here: _Here, short: str) -> NodeRejected:
+    node, reservations, protected = here.node, here.reservations, here.protected
     held = f" (room held for {_names(reservations)})" if reservations else ""
     if protected:
         return NodeRejected(
             node.name,
             f"does not fit unless protected pods go{held}: {short}; {_protections(protected)}",
-            _cause(protected),
+            _cause(protected, here.young),
         )
     return NodeRejected(
         node.name, f"does not fit even with every lower-priority pod removed{held}: {short}", Cause.DOES_NOT_FIT
     )
 
 
-def _cause(protected: dict[str, str]) -> Cause:
-    """Protected by the multi-tenant rules, or only kept because the scheduler may not know them."""
-    return Cause.PROTECTED if any(why != UNSETTLED for why in protected.values()) else Cause.DOES_NOT_FIT
+def _cause(protected: dict[str, str], young: frozenset[str]) -> Cause:
+    """Protected by the multi-tenant rules, inside a minimum runtime (when no rule protects
+    another), or only kept because the scheduler may not know them."""
+    if any(why != UNSETTLED and key not in young for key, why in protected.items()):
+        return Cause.PROTECTED
+    return Cause.MIN_RUNTIME if young else Cause.DOES_NOT_FIT
 
 
 def _orders(
@@ -318,8 +422,9 @@ def _orders(
     every order but upstream's, tried before the plain ones (the ranking's order decides
     between a broken gang and what keeping it costs, policy.ranking). Where
     some candidates have no home (``facts.no_home``), one more order keeps them first; where
-    some candidates' Jobs would fail, or count their eviction (policy.jobs), one more keeps
-    those first (each: _job_orders).
+    some manage an application (policy.apps), one more keeps them first; where some candidates'
+    Jobs would fail, or count their eviction (policy.jobs), one more keeps those first (each:
+    _job_orders).
     """
     first, no_home, budgets_of = facts.opted_out, facts.no_home, facts.budgets_of
     in_gangs = gangs.protected(live, facts.gang_of) if ganged else frozenset()
@@ -337,6 +442,11 @@ def _orders(
     everyone = sorted((*live, *terminating), key=more_important)
     upstream = violating(everyone, budgets_of, terminating_spends=True)
     orders = []
+    strict = protected_by_budgets(live, facts.strict_of) if facts.strict_of is not None else frozenset()
+    if strict:
+        # The strict budgets' pods kept before every other (policy.guards): where a set that
+        # violates none exists and they fit together, this order finds one.
+        orders.append((lambda p: (p.uid not in first, p.uid not in strict, p.uid not in protected), strict, live))
     if protected:
         orders.append((lambda p: (p.uid not in first, p.uid not in protected), protected, live))
     if violators:
@@ -344,6 +454,9 @@ def _orders(
     orders.append((lambda p: (p.uid not in first,), frozenset(), live))
     if no_home and len(no_home) < len(live):
         orders.append((lambda p: (p.uid not in first, p.uid not in no_home), frozenset(), live))
+    managing = frozenset(p.uid for p in live if apps.manages(p, facts.app_of) is not None)
+    if managing and len(managing) < len(live):
+        orders.append((lambda p: (p.uid not in first, p.uid not in managing), frozenset(), live))
     for kept in _job_orders(live, facts):
         orders.append((lambda p, kept=kept: (p.uid not in first, p.uid not in kept), frozenset(), live))
     if protected:

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from policy import gangs, resources
+from policy import apps, gangs, resources
 from policy.jobs import Job, Stake, stake
 from policy.model import DisruptionBudget, Node, Pod, PriorityClass
 from policy.resources import Vector
@@ -105,6 +105,8 @@ class ClusterView:
     # Gangs (policy.gangs): key -> every pod that carries it; key -> its group object's minimum.
     gang_members: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)
     group_minimums: Mapping[str, gangs.GroupMinimum] = field(default_factory=dict)
+    # Applications with a manager (policy.apps): key -> every pod that carries it.
+    app_members: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)
     jobs: Mapping[str, Job] = field(default_factory=dict)  # Jobs by UID (policy.jobs)
     # Per-node summaries that do not depend on the pod being decided (see summary()):
     # what -> node name -> summary, computed on first use and kept for the view's lifetime.
@@ -113,7 +115,9 @@ class ClusterView:
     revision: int = field(default=0, compare=False)
     changes: Changes | None = field(default=None, compare=False, repr=False)
     # gang key -> policy.gangs.Gang (or None), computed on first use (gang_of): never carried over.
-    _gangs: dict[gangs.GangMark, gangs.Gang | None] = field(default_factory=dict, init=False, compare=False, repr=False)
+    _gangs: dict[str, gangs.Gang | None] = field(default_factory=dict, init=False, compare=False, repr=False)
+    # application key -> policy.apps.App (or None), computed on first use (app_of): never carried over.
+    _apps: dict[str, apps.App | None] = field(default_factory=dict, init=False, compare=False, repr=False)
     # policy.homes.Homes of this view, made on first use (policy.homes.of): never carried over,
     # and not an init field, so that a view made with dataclasses.replace starts without it.
     _homes: dict[str, object] = field(default_factory=dict, init=False, compare=False, repr=False)
@@ -133,9 +137,12 @@ class ClusterView:
     ) -> "ClusterView":
         pods = tuple(pods)
         in_gang: dict[str, list[Pod]] = defaultdict(list)
+        in_app: dict[str, list[Pod]] = defaultdict(list)
         for pod in pods:
             if pod.gang is not None:
                 in_gang[pod.gang.key].append(pod)
+            if pod.app is not None:
+                in_app[pod.app.key].append(pod)
         bound: dict[str, list[Pod]] = defaultdict(list)
         nominated: dict[str, list[Pod]] = defaultdict(list)
         for pod in pods:
@@ -164,6 +171,7 @@ class ClusterView:
             budget_members={key: tuple(ps) for key, ps in members.items()},
             gang_members={key: tuple(ps) for key, ps in in_gang.items()},
             group_minimums={g.key: g for g in group_minimums},
+            app_members={key: tuple(ps) for key, ps in in_app.items()},
             jobs={j.uid: j for j in jobs},
         )
 
@@ -256,12 +264,24 @@ class ClusterView:
         mark = pod.gang
         if mark is None:
             return None
-        # By the whole mark, not its key: members may carry different counts (Kueue's, LWS's),
-        # and each is judged by its own.
+        # One gang per key, whichever member asks (members may carry different counts: the
+        # largest holds, policy.gangs.gang). A pod the view does not hold has the gang its
+        # key's members make, if any.
         cache = self._gangs
-        found = cache.get(mark, _UNSEEN)
+        found = cache.get(mark.key, _UNSEEN)
         if found is _UNSEEN:
-            found = cache[mark] = gangs.gang(mark, self.gang_members.get(mark.key, ()), self.group_minimums)
+            found = cache[mark.key] = gangs.gang(self.gang_members.get(mark.key, ()), self.group_minimums)
+        return found
+
+    def app_of(self, pod: Pod) -> apps.App | None:
+        """``pod``'s application with a manager as this view shows it (policy.apps.app), or None."""
+        mark = pod.app
+        if mark is None:
+            return None
+        cache = self._apps
+        found = cache.get(mark.key, _UNSEEN)
+        if found is _UNSEEN:
+            found = cache[mark.key] = apps.app(self.app_members.get(mark.key, ()))
         return found
 
     def stake_of(self, pod: Pod) -> Stake | None:

@@ -7,12 +7,16 @@ with ``--replace``. Every app whose pods may be disrupted has a PodDisruptionBud
 0, 1 or 2 disruptions, or none. About one app in three is a gang instead (a training job: its
 running Guaranteed and Burstable pods, spread over the nodes, are a Kueue pod group that needs
 every one of them, owned by a Job); they are drawn after the rest, so that the rest of a seed's
-workload is what it was before gangs were generated. Last, about one other app in two is a
-Job's instead of a ReplicaSet's; every Job (the gangs' too) has a ``backoffLimit`` of 0, 1, 2 or
-6, some of its retries already spent, and in two cases of five a podFailurePolicy that ignores
+workload is what it was before gangs were generated. After them, about two apps in five of the
+others become an application with a manager (policy.apps), by their labels only: a Spark
+application (one of its running pods the driver, the rest executors) or a Ray cluster (a head
+and workers), alternately. Last, about one other app in two that is not a gang is a Job's instead
+of a ReplicaSet's; every Job (the gangs' too) has a ``backoffLimit`` of 0, 1, 2 or 6, some of
+its retries already spent, and in two cases of five a podFailurePolicy that ignores
 DisruptionTarget (policy.jobs). A few pending pods (priority 8) are nominated to a node and
 hold room there. The pending pods are higher-priority preemptors (priorities 6-10, 1-6 cpu,
-Guaranteed or Burstable), one per ``pending``; about one node per four of them.
+Guaranteed or Burstable), one per ``pending``; about one node per four of them at ``pressure``
+1.0, fewer at a higher one.
 
 Randomness only through the ``rng`` passed in (a ``random.Random``): the same seed gives the
 same workload on every machine and Python version that keeps ``random.Random``'s sequence.
@@ -23,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from policy import apps as managed
 from policy import gangs
 from policy.jobs import Job, OnDisruption
 from policy.labels import Selector
@@ -80,15 +85,16 @@ def _pod(
 _OWNED_BY = {"rs-": Placement("ReplicaSet"), "job": Placement("Job")}
 
 
-def generate(rng: Random, pending: int) -> Workload:
-    """A cluster and ``pending`` preemptors (see the module docstring)."""
+def generate(rng: Random, pending: int, *, pressure: float = 1.0) -> Workload:
+    """A cluster and ``pending`` preemptors (see the module docstring); ``pressure`` divides the
+    number of nodes (1.5: two thirds of them for the same preemptors)."""
     if pending < 1:
         raise ValueError("pending must be at least 1")
     apps = [f"app-{i:02d}" for i in range(max(4, pending // 4))]
     nodes: list[Node] = []
     pods: list[Pod] = []
     count = 0
-    for n in range(max(3, pending // 4)):
+    for n in range(max(3, int(pending / 4 / pressure))):
         cpu = _pick(rng, (4, 8, 16, 32))
         node = Node(f"node-{n:02d}", {"cpu": cpu * MILLI, "memory": cpu * 4 * GI, "pods": 110})
         nodes.append(node)
@@ -125,7 +131,7 @@ def generate(rng: Random, pending: int) -> Workload:
         )
         for k in range(pending)
     )
-    pods, jobs = _jobs(rng, apps, _gangs(rng, apps, pods))
+    pods, jobs = _jobs(rng, apps, _managed(rng, apps, _gangs(rng, apps, pods)))
     return Workload(ClusterView.build(nodes=nodes, pods=pods, budgets=budgets, jobs=jobs), preemptors)
 
 
@@ -150,6 +156,25 @@ def _gangs(rng: Random, apps: list[str], pods: list[Pod]) -> list[Pod]:
     return out
 
 
+def _managed(rng: Random, apps: list[str], pods: list[Pod]) -> list[Pod]:
+    """``pods`` with about two in five of the apps that are not gangs made an application with a
+    manager (see the module docstring): Spark and Ray alternately."""
+    ganged = {p.labels["app"] for p in pods if p.gang is not None}
+    chosen = [app for app in apps if app not in ganged and rng.random() < 0.4]
+    out = list(pods)
+    for n, app in enumerate(chosen):
+        indexes = [i for i, p in enumerate(pods) if p.labels["app"] == app and p.node_name is not None]
+        if len(indexes) < 2:
+            continue
+        manager = indexes[rng.randrange(len(indexes))]
+        for i in indexes:
+            if n % 2 == 0:
+                roles = {managed.SPARK_APP: app, managed.SPARK_ROLE: "driver" if i == manager else "executor"}
+            else:
+                roles = {managed.RAY_CLUSTER: app, managed.RAY_NODE_TYPE: "head" if i == manager else "worker"}
+            labels = {"app": app, **roles}
+            out[i] = replace(out[i], labels=labels, app=managed.mark(namespace=NAMESPACE, labels=labels))
+    return out
 def _jobs(rng: Random, apps: list[str], pods: list[Pod]) -> tuple[list[Pod], list[Job]]:
     """``pods`` with about one app in two that is not a gang owned by a Job instead of its
     ReplicaSet, and a Job for each (the gangs' too; see the module docstring)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from policy import resources
+from policy import apps, resources
 from policy.gangs import GangMark, GroupMinimum
 from policy.jobs import Job, JobIndex, OnDisruption
 from policy.labels import Selector
@@ -62,10 +62,12 @@ def pod(
     ``minimum`` running members (None: the minimum of a group object, see ``group()``).
     ``kind``: its controller's kind ("ReplicaSet", "DaemonSet", ...; an owner UID is made up
     if ``owner`` is not given); ``affinity``: required nodeSelectorTerms (see ``term()``);
-    ``job``: a pod of ``job(job, ns=ns)``; ``index``: (its completion index, the index's failures)."""
+    ``job``: a pod of ``job(job, ns=ns)``; ``index``: (its completion index, the index's failures).
+    Its application with a manager (policy.apps) comes from ``labels``, as translate reads it."""
     requests = resources.effective_requests(containers=[units(cpu, mem, **extended)])
     if qos is None:
         qos = QoS.BURSTABLE if (cpu or mem) else QoS.BEST_EFFORT
+    labels = labels if labels is not None else {"app": name}
     if job is not None:  # a pod of job(job, ns=ns)
         kind, owner = "Job", job_uid(job, ns)
     placement = BARE
@@ -80,7 +82,7 @@ def pod(
         priority=priority,
         requests=requests,
         qos=qos,
-        labels=labels if labels is not None else {"app": name},
+        labels=labels,
         node_name=node,
         nominated_node_name=nominated,
         start_time=start,
@@ -93,6 +95,7 @@ def pod(
         created=created,
         scheduler_name=scheduler,
         gang=None if gang is None else GangMark(f"test {ns}/{gang[0]}", gang[1], "test gang"),
+        app=apps.mark(namespace=ns, labels=labels),
         placement=placement,
         deletion_cost=deletion_cost,
         job_index=None if index is None else JobIndex(*index),
@@ -184,7 +187,8 @@ def cost_key(victims, v: ClusterView, order=None, node: str = "n1") -> tuple:
 
     where = homes.of(v)
     no_home = frozenset(p.uid for p in victims if where.home(p, excluding=node) is None)
-    return (order or ranking.DEFAULT).cost(victims, Facts(v.budgets_covering, v.gang_of, no_home=no_home, stake_of=v.stake_of)).key
+    facts = Facts(v.budgets_covering, v.gang_of, no_home=no_home, app_of=v.app_of, stake_of=v.stake_of)
+    return (order or ranking.DEFAULT).cost(victims, facts).key
 
 
 def reference_key(victims, facts, order=None) -> tuple:
@@ -197,13 +201,28 @@ def reference_key(victims, facts, order=None) -> tuple:
     live = [p for p in victims if not p.terminating]
     canonical = {}
     for c in ranking.CANONICAL:
-        if c.kind is Kind.SUM:
+        if c is ranking.MANAGERS:
+            canonical[c] = _lost_with_managers(live, facts.app_of)
+        elif c.kind is Kind.SUM:
             canonical[c] = sum(c.of_pod(p, facts) for p in live)
         elif c.kind is Kind.MAX:
             canonical[c] = max((c.of_pod(p, facts) for p in live), default=c.least)
         else:
             canonical[c] = c.of_set(victims, live, facts)[0]
     return tuple(canonical[c] for c in (order or ranking.DEFAULT).criteria)
+
+
+def _lost_with_managers(live, app_of) -> int:
+    """Straight from the definition (policy.criteria.managers): where the victims hold the manager
+    of a running application, the pods lost are the union of the victims and the running pods of
+    the applications ended, |A| + |B| - |A and B|; else 0."""
+    if app_of is None:
+        return 0
+    ended = {a.key: a.running for p in live if p.app is not None and p.app.manager and (a := app_of(p)) is not None}
+    if not ended:
+        return 0
+    both = sum(1 for p in live if p.app is not None and p.app.key in ended)
+    return len(live) + sum(ended.values()) - both
 
 
 def scheduler_proposals(v: ClusterView, preemptor: Pod, in_flight=(), nodes=None) -> dict:

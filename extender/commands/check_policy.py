@@ -4,22 +4,27 @@ from __future__ import annotations
 
 from extender.policy_file import Policy
 from policy import resources
+from policy.guards import Guards, MinimumRuntime, StrictBudgets, span
 from policy.tenancy import Preemption, Rules, Standing, assess
 from policy.view import ClusterView
 
 
-def report(policy: Policy, view: ClusterView | None) -> str:
-    """The ranking's order; then one block per queue, parents before children: configuration,
-    then (with a cluster) usage, deserved share, the share preemption defends, and who may
-    preempt whom."""
+def report(policy: Policy, view: ClusterView | None, now: float | None = None) -> str:
+    """The ranking's order and the guards (with a cluster: what they protect in it at ``now``);
+    then one block per queue, parents before children: configuration, then (with a cluster)
+    usage, deserved share, the share preemption defends, and who may preempt whom."""
     ranked = f"ranking: {', '.join(policy.order.names)}"
     rules = policy.rules
+    guarded = _guards(policy.guards, view, now)
     if rules is None:
+        if guarded:
+            return "\n".join(["policy valid: no multi-tenant (queue) rules", ranked, *guarded]) + "\n"
         return f"policy valid: the ranking's order only, no multi-tenant rules\n{ranked}\n"
     standing = assess(rules, view) if view is not None else None
     lines = [
         f"policy valid: {len(rules.queue_names())} queue(s), default queue {rules.default_queue}",
         ranked,
+        *guarded,
         f"protected namespaces: {', '.join(sorted(rules.protected_namespaces)) or 'none'}",
         f"opt-out: PriorityClass annotation {rules.opt_out_annotation}=\"false\" ({rules.opt_out.value})",
         f"same application: {_application(rules)}",
@@ -119,6 +124,62 @@ def _exposed(rules: Rules, s) -> str:
             f"(at or below its share there){caveat}"
         )
     return f"yes, above its share by {resources.describe(spare)}{caveat}"
+
+
+def _guards(guards: Guards | None, view: ClusterView | None, now: float | None) -> list[str]:
+    """strictBudgets and minimumRuntime, each with (given a cluster) what it protects in it."""
+    if guards is None:
+        return []
+    lines = []
+    if guards.strict is not None:
+        lines.append(f"strict budgets: {guards.strict.describe()} (preemption never violates them)")
+        if view is not None:
+            lines += _strict_now(guards.strict, view)
+    for rule in guards.runtime:
+        lines.append(f"minimum runtime: {rule.describe()} (preemption leaves them alone until then)")
+        if view is not None:
+            lines += _young_now(rule, view, now)
+    return lines
+
+
+def _strict_now(rule: StrictBudgets, view: ClusterView) -> list[str]:
+    """The strict budgets of the cluster, and why each is."""
+    found = []
+    for budget in sorted((b for bs in view.budgets.values() for b in bs), key=lambda b: b.key):
+        members = view.budget_members.get(budget.key, ())
+        if not rule.strict(budget, members):
+            continue
+        if rule.every or budget.namespace in rule.namespaces:
+            why = f"namespace {budget.namespace}" if not rule.every else "every budget"
+        else:
+            classes = sorted({p.priority_class for p in members if p.priority_class in rule.priority_classes})
+            why = f"covers pods of {', '.join(classes)}"
+        found.append(
+            f"{budget.key} ({why}; allows {budget.disruptions_allowed} disruption(s), covers {len(members)} pod(s))"
+        )
+    if not found:
+        return ["  in the cluster: no PodDisruptionBudget is strict"]
+    return [f"  in the cluster: {len(found)} strict: " + _listing(found)]
+
+
+def _young_now(rule: MinimumRuntime, view: ClusterView, now: float | None) -> list[str]:
+    """The running pods ``rule`` matches, and those it protects at ``now`` (how long each has
+    left, or that its start is unknown)."""
+    matching = [p for p in view.pods.values() if p.node_name is not None and not p.terminating and rule.matches(p)]
+    if not matching:
+        return ["  in the cluster: no running pod matches"]
+    young = []
+    for pod in sorted(matching, key=lambda p: p.key):
+        if rule.protects(pod, now):
+            known = now is not None and pod.start_time is not None
+            young.append(f"{pod.key} ({span(rule.duration - (now - pod.start_time)) + ' left' if known else 'start unknown'})")
+    head = f"  in the cluster: {len(young)} of {len(matching)} running pod(s) it matches protected now"
+    return [head + (": " + _listing(young) if young else "")]
+
+
+def _listing(items: list[str], limit: int = 10) -> str:
+    more = len(items) - limit
+    return ", ".join(items[:limit]) + (f" and {more} more" if more > 0 else "")
 
 
 def _application(rules: Rules) -> str:

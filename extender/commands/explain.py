@@ -25,6 +25,7 @@ from extender.errors import BadRequest, ConfigError
 from extender.commands.explain_report import args_report, preemption_report
 from policy import ranking
 from policy.model import Pod
+from policy.guards import Guards
 from policy.preempt import Proposal
 from policy.tenancy import Rules
 from policy.view import ClusterView
@@ -41,10 +42,12 @@ def run(
     now: float | None = None,
     order: ranking.Order = ranking.DEFAULT,
     policy: str | None = None,
+    guards: Guards | None = None,
 ) -> str:
     """The report for ``reprieve explain``, rendered; bad input raises a ReprieveError.
-    ``now`` (seconds since the epoch) is when the preemption delay of ``rules`` is judged;
-    ``order`` the ranking's and ``policy`` the path of the policy file both come from."""
+    ``now`` (seconds since the epoch) is when the preemption delay of ``rules`` and the minimum
+    runtime of ``guards`` are judged; ``order`` the ranking's and ``policy`` the path of the
+    policy file they all come from."""
     view, where = cluster.view, cluster.noun()
     source = {
         "snapshot": cluster.snapshot,
@@ -53,6 +56,7 @@ def run(
         "policy": policy,
         "queues": len(rules.queue_names()) if rules is not None else None,
         "ranking": list(order.names),
+        "guards": describe_guards(guards),
         "pod": pod,
         "request": request,
         "nodes": None,
@@ -60,12 +64,13 @@ def run(
     if request is not None:
         if nodes is not None:
             raise ConfigError("--nodes goes with --pod; a request names its own nodes")
-        report = _from_request(view, where, Path(request), source, rules, now, order)
+        report = _from_request(view, where, Path(request), source, rules, now, order, guards)
     else:
         names = _node_names(view, where, nodes)
         source["nodes"] = names if nodes is not None else None
         report = preemption_report(
-            view=view, preemptor=load_pod(view, where, pod), node_names=names, rules=rules, now=now, order=order
+            view=view, preemptor=load_pod(view, where, pod), node_names=names, rules=rules, now=now, order=order,
+            guards=guards,
         )
         report["input"] = source
     if output == "json":
@@ -129,7 +134,8 @@ def _preemptor(view: ClusterView, where: str, parsed: kube.Pod, what: str) -> Po
 
 
 def _from_request(
-    view: ClusterView, where: str, path: Path, source: dict, rules: Rules | None, now: float | None, order: ranking.Order
+    view: ClusterView, where: str, path: Path, source: dict, rules: Rules | None, now: float | None, order: ranking.Order,
+    guards: Guards | None = None,
 ) -> dict:
     try:
         body = path.read_bytes()
@@ -148,7 +154,9 @@ def _from_request(
     preemptor = _preemptor(view, where, args.pod, f"--request {path}: Pod")
     if preempt:
         proposals = {n: Proposal(uids, count) for n, (uids, count) in args.proposals().items()}
-        report = preemption_report(view=view, preemptor=preemptor, proposals=proposals, rules=rules, now=now, order=order)
+        report = preemption_report(
+            view=view, preemptor=preemptor, proposals=proposals, rules=rules, now=now, order=order, guards=guards
+        )
     else:
         try:
             names = args.candidate_names()
@@ -157,6 +165,14 @@ def _from_request(
         report = args_report(view=view, pod=preemptor, node_names=names)
     report["input"] = source
     return report
+
+
+def describe_guards(guards: Guards | None) -> list[str] | None:
+    """The policy's strictBudgets and minimumRuntime in words, one line each; None without."""
+    if guards is None:
+        return None
+    lines = [f"strictBudgets: {guards.strict.describe()}"] if guards.strict is not None else []
+    return lines + [rule.describe() for rule in guards.runtime]
 
 
 def _one_line(exc: Exception) -> str:

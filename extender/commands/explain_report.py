@@ -7,20 +7,22 @@ asks for it. docs/explain.md documents every field.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from extender import times
 from policy import ranking, resources, stock
 from policy.filter import filter_nodes
+from policy.causes import GUARDED
+from policy.guards import Guards
 from policy.model import Pod
 from policy.preempt import NodeOutcome, PreemptDecision, Proposal, Verdict, decide
 from policy.prioritize import score_nodes
-from policy.qos import QoS
 from policy.tenancy import Rules
 from policy.view import ClusterView
 
-VERSION = 1
+VERSION = 2  # 2: nodes[].stock.cost is reprieve's key of stock's victims (upstream's: upstream_cost)
 
 
 def preemption_report(
@@ -32,14 +34,16 @@ def preemption_report(
     rules: Rules | None = None,
     now: float | None = None,
     order: ranking.Order = ranking.DEFAULT,
+    guards: Guards | None = None,
 ) -> dict:
     """Stock and reprieve preemption side by side.
 
     With ``node_names`` (a pod), stock preemption is dry-run on those nodes and its
     candidates are what reprieve is asked about; with ``proposals`` (a captured preempt
     request), they are the scheduler's candidates as sent (it found the pod eligible).
-    ``rules`` are reprieve's multi-tenant rules (policy.tenancy) and ``now`` the time their
-    preemption delay is judged at, both passed on to decide().
+    ``rules`` are reprieve's multi-tenant rules (policy.tenancy), ``guards`` its strict budgets
+    and minimum runtime (policy.guards) and ``now`` the time the preemption delay and the
+    minimum runtime are judged at, all passed on to decide().
     """
     if proposals is None:
         dry = stock.decide(view=view, preemptor=preemptor, node_names=node_names or ())
@@ -50,7 +54,8 @@ def preemption_report(
     # The one call into reprieve's policy, as the preempt verb makes it but with every node
     # solved (exhaustive), so that each shows its own victims and cost.
     decision = decide(
-        view=view, preemptor=preemptor, proposals=proposals, rules=rules, now=now, exhaustive=True, order=order
+        view=view, preemptor=preemptor, proposals=proposals, rules=rules, now=now, exhaustive=True, order=order,
+        guards=guards,
     )
 
     outcomes = {o.node: o for o in decision.outcomes}
@@ -67,7 +72,8 @@ def preemption_report(
         final=stock.pick(_stock_costs(view, decision.answer)),
     )
     rows = [_node_row(both, name) for name in (node_names if node_names is not None else sorted(proposals))]
-    differences = _differences(rows, both.pick, both.final, decision)
+    choice = _choice(both)
+    differences = _differences(rows, both, decision, choice)
     return {
         "version": VERSION,
         "kind": "preemption",
@@ -90,8 +96,11 @@ def preemption_report(
                 "victims": _victims(view, decision.answer[both.final.chosen].uids) if both.final.chosen else [],
                 "unranked": [n for n in decision.answer if n not in both.final.costs],
                 "reasons": list(decision.reasons),
+                # Why no node is offered where the guards (policy.guards) dropped nodes; else None.
+                "held": decision.reasons[0] if _held(decision) else None,
             },
             "differs": bool(differences),
+            "decided_by": _decided(*choice) if choice else None,
         },
         "nodes": rows,
         "differences": differences,
@@ -136,12 +145,16 @@ def _node_row(both: _Both, name: str) -> dict:
             differs.append("pdb_violations")
     if (name in both.pick.tied) != (name in both.final.tied):
         differs.append("chosen")
+    outcome = both.outcomes.get(name)
+    ours, theirs = both.costs.get(name), outcome.proposed_cost if outcome else None
     return {
         "name": name,
         "fits": None if both.fits is None else name in both.fits,
         "stock": stock_side,
         "reprieve": reprieve_side,
         "differs": differs,
+        # What decided between the two victim sets, both costed by reprieve's order and facts.
+        "decided_by": _decided(ours, theirs) if "victims" in differs and ours and theirs else None,
     }
 
 
@@ -153,6 +166,8 @@ def _stock_side(both: _Both, name: str) -> dict:
         "victims": [],
         "pdb_violations": None,
         "cost": None,
+        "summary": None,
+        "upstream_cost": None,
         "rank": pick.ranks.get(name),
         "chosen": name in pick.tied,
         "reasons": [],
@@ -168,7 +183,12 @@ def _stock_side(both: _Both, name: str) -> dict:
         side["status"] = "candidate"
         side["victims"] = _victims(both.view, proposal.uids)
         side["pdb_violations"] = proposal.num_pdb_violations
-        side["cost"] = _cost(pick.costs[name]) if name in pick.costs else None
+        # Costed as reprieve's own victims are (same order, budgets, gangs, homes, rules), so
+        # that every criterion has a value on both sides; upstream ranked by its own key.
+        outcome = both.outcomes.get(name)
+        if outcome is not None and outcome.proposed_cost is not None:
+            side["cost"], side["summary"] = _cost(outcome.proposed_cost), outcome.proposed_cost.describe()
+        side["upstream_cost"] = _cost(pick.costs[name]) if name in pick.costs else None
         side["reasons"] = [*(dry.reasons if dry else ()), *([pick.reasons[name]] if name in pick.reasons else [])]
         if name not in pick.ranks:
             side["reasons"].append("not ranked: a victim is not in the snapshot")
@@ -181,8 +201,8 @@ def _reprieve_side(both: _Both, name: str) -> dict:
     if outcome is None:
         return {
             "verdict": None, "cause": "", "victims": [], "pdb_violations": None, "violated_budgets": [],
-            "kept_scheduler_victims": False, "rank": None, "cost": None, "offered": False, "chosen": False,
-            "reasons": [],
+            "kept_scheduler_victims": False, "rank": None, "cost": None, "summary": None, "offered": False,
+            "chosen": False, "reasons": [],
         }  # fmt: skip
     # Unjudged: passed through, or (not offered) outranked without a cost of its own.
     passed = outcome.verdict is Verdict.PASSED_THROUGH or (outcome.verdict is Verdict.OUTRANKED and outcome.cost is None)
@@ -197,6 +217,7 @@ def _reprieve_side(both: _Both, name: str) -> dict:
         "kept_scheduler_victims": outcome.kept_scheduler_victims,
         "rank": (1 + sum(c.key < cost.key for c in both.costs.values())) if cost else None,
         "cost": _cost(cost) if cost else None,
+        "summary": cost.describe() if cost else None,
         "offered": outcome.verdict in (Verdict.CHOSEN, Verdict.PASSED_THROUGH),
         "chosen": name in both.final.tied,
         "reasons": [times.readable(r) for r in outcome.reasons],
@@ -205,16 +226,26 @@ def _reprieve_side(both: _Both, name: str) -> dict:
 
 def _cost(cost: ranking.Cost) -> dict:
     """A ranking key by its criteria's JSON names (policy.ranking.Criterion.field), in its order."""
-    shown = {}
-    for criterion, value in zip(cost.layout.criteria, cost.key):
-        if criterion.plain is not None:  # e.g. the plain sum of priorities (compared shifted per victim)
-            value = criterion.plain(value, cost.value)
-        if criterion.unit is ranking.Unit.TIME:
-            value = times.iso(-value)
-        elif value == -float("inf"):  # no live victim: every one terminating
-            value = None
-        shown[criterion.field] = value
-    return shown
+    return {criterion.field: _plain(cost, criterion) for criterion in cost.layout.criteria}
+
+
+def _plain(cost: ranking.Cost, criterion: ranking.Criterion) -> object:
+    """``cost``'s value of ``criterion`` for JSON."""
+    value = cost.value(criterion)
+    if criterion.plain is not None:  # e.g. the plain sum of priorities (compared shifted per victim)
+        value = criterion.plain(value, cost.value)
+    if criterion.unit is ranking.Unit.TIME:
+        return times.iso(-value)
+    return None if value == -float("inf") else value  # -inf: no live victim, every one terminating
+
+
+def _decided(ours: ranking.Cost, theirs: ranking.Cost) -> dict:
+    """The first criterion, in the decision's order, on which two costs differ, with both values
+    (``criterion`` null where they are equal on every one)."""
+    c = ours.deciding(theirs)
+    if c is None:
+        return {"criterion": None, "field": None, "reprieve": None, "stock": None}
+    return {"criterion": c.name, "field": c.field, "reprieve": _plain(ours, c), "stock": _plain(theirs, c)}
 
 
 def _victims(view: ClusterView, uids: Iterable[str]) -> list[dict]:
@@ -252,37 +283,96 @@ def _pod(pod: Pod) -> dict:
     }
 
 
-def _differences(rows: list[dict], stock_pick: stock.Pick, final: stock.Pick, decision: PreemptDecision) -> list[str]:
-    """One line per difference between stock preemption and reprieve, most important first."""
+def _differences(rows: list[dict], both: _Both, decision: PreemptDecision, choice: tuple | None) -> list[str]:
+    """One line per difference between stock preemption and reprieve, most important first,
+    each with what decided it: the first criterion, in the decision's order, on which the two
+    costs differ (policy.ranking.Cost.decided_by)."""
     lines = []
-    if set(stock_pick.tied) != set(final.tied):
-        lines.append(_choice_difference(rows, stock_pick, final, decision))
+    if set(both.pick.tied) != set(both.final.tied):
+        lines.append(_choice_difference(rows, both, decision, choice))
     for row in rows:
         s, r = row["stock"], row["reprieve"]
         if "candidate" in row["differs"]:
             why = r["reasons"][0] if r["reasons"] else "not asked"
             lines.append(f"{row['name']}: reprieve drops the node: {why}")
         if "victims" in row["differs"]:
-            lines.append(f"{row['name']}: {_victim_difference(s['victims'], r['victims'])}")
+            outcome = both.outcomes[row["name"]]
+            text = _victim_difference(s["victims"], r["victims"])
+            if outcome.cost is not None and outcome.proposed_cost is not None:
+                spared = {v["name"] for v in s["victims"]} - {v["name"] for v in r["victims"]}
+                text += _why_other_victims(outcome.cost, outcome.proposed_cost, _naming(r, spared))
+            lines.append(f"{row['name']}: {text}")
         if "pdb_violations" in row["differs"]:
             lines.append(
                 f"{row['name']}: PDB violations {s['pdb_violations']} by stock's count, "
                 f"{r['pdb_violations']} by reprieve's exact count"
             )
-    return lines
+    return [times.readable(line) for line in lines]
 
 
-def _choice_difference(rows: list[dict], stock_pick: stock.Pick, final: stock.Pick, decision: PreemptDecision) -> str:
-    ours = " or ".join(final.tied) or "no node"
-    theirs = " or ".join(stock_pick.tied) or "no node"
+_GUARDED = {c.value for c in GUARDED}
+
+
+def _held(decision: PreemptDecision) -> bool:
+    """No node offered, and the guards dropped some (policy.preempt.answer words the reason)."""
+    return not decision.answer and not decision.refusal.value and any(
+        o.verdict is Verdict.DROPPED and o.cause in GUARDED for o in decision.outcomes
+    )
+
+
+def _choice(both: _Both) -> tuple[ranking.Cost, ranking.Cost] | None:
+    """reprieve's costs on its own node and on stock's, where the two choose differently and
+    reprieve costed both (its own victims on each: what its ranking compared)."""
+    ours, theirs = both.final.chosen, both.pick.chosen
+    if ours is None or theirs is None or ours == theirs or set(both.pick.tied) == set(both.final.tied):
+        return None
+    if ours not in both.costs or theirs not in both.costs:
+        return None
+    return both.costs[ours], both.costs[theirs]
+
+
+def _choice_difference(rows: list[dict], both: _Both, decision: PreemptDecision, choice: tuple | None) -> str:
+    ours = " or ".join(both.final.tied) or "no node"
+    theirs = " or ".join(both.pick.tied) or "no node"
     text = f"reprieve preempts on {ours}, stock on {theirs}"
     if decision.refusal.value:
         return f"{text}: {decision.reasons[0]}"
-    row = next((r for r in rows if r["name"] == stock_pick.chosen), None)
+    if choice is not None:
+        mine, stocks = both.final.chosen, both.pick.chosen
+        here, there = f" on {mine}", f" on {stocks}"
+        if choice[0].key == choice[1].key:
+            return (
+                f"{text}; reprieve's victims on {mine} and on {stocks} are equal on every criterion: "
+                f"a tie, broken differently (reprieve offers the first by name)"
+            )
+        return f"{text}; reprieve ranks its victims on {mine} first, {choice[0].decided_by(choice[1], here, there)}"
+    row = next((r for r in rows if r["name"] == both.pick.chosen), None)
     if row is None or not row["reprieve"]["reasons"] or row["reprieve"]["chosen"]:
         return text
+    if row["reprieve"]["verdict"] == Verdict.DROPPED.value and row["reprieve"]["cause"] in _GUARDED:
+        return f"{text}; reprieve drops {row['name']}: {row['reprieve']['reasons'][0]}"
     why = row["reprieve"]["reasons"][-1].removeprefix("not chosen: ").replace(" here vs ", f" on {row['name']} vs ")
     return f"{text}; reprieve's ranking puts {row['name']} behind: {why}"
+
+
+def _why_other_victims(ours: ranking.Cost, theirs: ranking.Cost, why: str) -> str:
+    """What decided between reprieve's victims on a node and stock's there, both costed alike;
+    where stock's cost less (the rules protect one, or reprieve's view leaves less room), ``why``
+    reprieve does not take them."""
+    if ours.key < theirs.key:
+        return f", {ours.decided_by(theirs)}"
+    if ours.key == theirs.key:
+        return ": equal on every criterion, a tie broken differently"
+    c = ours.deciding(theirs)
+    return f", though stock's victims rank first by {c.name} ({theirs.show(c)} against {ours.show(c)})" + (
+        f"; reprieve: {why}" if why else ""
+    )
+
+
+def _naming(side: dict, pods: set[str]) -> str:
+    """reprieve's first reason on a node that names one of ``pods``, else its cause."""
+    named = [re.compile(rf"(?<![\w./-]){re.escape(p)}(?![\w./-])") for p in pods if p]
+    return next((r for r in side["reasons"] if any(n.search(r) for n in named)), side["cause"])
 
 
 def _victim_difference(stock_victims: list[dict], reprieve_victims: list[dict]) -> str:
@@ -292,22 +382,10 @@ def _victim_difference(stock_victims: list[dict], reprieve_victims: list[dict]) 
     extra = [v for v in reprieve_victims if v["uid"] not in theirs]
     names = lambda vs: ", ".join(v["name"] or v["uid"] for v in vs)  # noqa: E731
     if spared and extra:
-        text = f"reprieve evicts {names(extra)} instead of {names(spared)}"
-    elif spared:
-        text = f"reprieve spares {names(spared)}"
-    else:
-        text = f"reprieve also evicts {names(extra)}"
-    tags = []
-    for s in spared:
-        if s["pdbs"] and not any(set(e["pdbs"]) & set(s["pdbs"]) for e in extra):
-            tags.append(f"spares a PDB-protected pod ({s['name']}, {', '.join(s['pdbs'])})")
-        for e in extra:
-            if e["priority"] == s["priority"] and e["qos"] and s["qos"] and QoS.from_wire(e["qos"]) < QoS.from_wire(s["qos"]):
-                tags.append(f"QoS: {e['qos']} before {s['qos']} at priority {s['priority']}")
-            elif e["priority"] is not None and s["priority"] is not None and e["priority"] != s["priority"]:
-                higher = "higher" if e["priority"] > s["priority"] else "lower"
-                tags.append(f"{higher} priority {e['priority']} instead of {s['priority']}")
-    return text + (f": {'; '.join(dict.fromkeys(tags))}" if tags else "")
+        return f"reprieve evicts {names(extra)} instead of {names(spared)}"
+    if spared:
+        return f"reprieve spares {names(spared)}"
+    return f"reprieve also evicts {names(extra)}"
 
 
 def args_report(*, view: ClusterView, pod: Pod, node_names: Sequence[str]) -> dict:

@@ -11,6 +11,7 @@ WIDTH = 80
 MARK = "*"  # marks whatever differs between stock preemption and reprieve
 FILTERED = "not a candidate: filtered out"  # a stock status (explain_report, policy.causes.Cause.FILTERED)
 DEFAULT_RANKING = _ranking.DEFAULT.names
+STRICT = _ranking.STRICT_BUDGETS.name
 
 
 def render(report: dict) -> str:
@@ -74,15 +75,21 @@ def _loaded(source: dict) -> str:
 
 def _policy(source: dict) -> str:
     """The policy file and the ranking that decided."""
+    guards = source.get("guards")
     if source["policy"] is None:
         rules = "no policy file (Kubernetes rules only)"
     elif source["queues"] is None:
-        rules = f"policy {source['policy']} (ranking only)"
+        rules = f"policy {source['policy']} ({'no queues' if guards else 'ranking only'})"
     else:
         rules = f"policy {source['policy']} (multi-tenant rules, {source['queues']} queue(s))"
     ranking = source["ranking"]
-    order = "default" if tuple(ranking) == DEFAULT_RANKING else ", ".join(ranking)
-    return f"{rules}; ranking: {order}"
+    if tuple(ranking) == DEFAULT_RANKING:
+        order = "default"
+    elif ranking[0] == STRICT and tuple(ranking[1:]) == DEFAULT_RANKING:
+        order = f"{STRICT}, then the default"
+    else:
+        order = ", ".join(ranking)
+    return f"{rules}; ranking: {order}" + "".join(f"; {line}" for line in guards or ())
 
 
 def _preemption(report: dict) -> list[str]:
@@ -113,6 +120,8 @@ def _choice(label: str, side: dict, mark: bool = False) -> list[str]:
     label = f"{label:<22}"
     if side["refusal"]:
         text = f"does not preempt: {side['refusal']}"
+    elif not side["chosen"] and side.get("held"):
+        text = f"does not preempt: {side['held']}"
     elif not side["chosen"]:
         text = "no candidate node"
     else:
@@ -129,7 +138,7 @@ def _node(row: dict) -> list[str]:
     flags = f"  {MARK} differs: {', '.join(row['differs'])}" if row["differs"] else ""
     lines = _wrap(f"{row['name']}{flags}")
     s, r = row["stock"], row["reprieve"]
-    lines += _side("stock", _stock_status(s), s["victims"], s["reasons"])
+    lines += _side("stock", _stock_status(s), s["victims"], s["reasons"], s["summary"])
     if r["verdict"] is None:
         if s["candidate"]:
             why = "does not preempt for this pod"
@@ -139,7 +148,7 @@ def _node(row: dict) -> list[str]:
             why = "not asked: not a stock candidate"
         lines += _side("reprieve", why, [], [])
     else:
-        lines += _side("reprieve", _reprieve_status(r), r["victims"], r["reasons"])
+        lines += _side("reprieve", _reprieve_status(r), r["victims"], r["reasons"], r["summary"])
     return lines
 
 
@@ -163,11 +172,14 @@ def _reprieve_status(r: dict) -> str:
     return ", ".join(parts)
 
 
-def _side(name: str, status: str, victims: list[dict], reasons: Iterable[str]) -> list[str]:
+def _side(name: str, status: str, victims: list[dict], reasons: Iterable[str], summary: str | None = None) -> list[str]:
+    """One side of a node's block; ``summary``: its victims' cost in brief, both sides costed
+    by reprieve's ranking."""
     label = f"  {name:<10}"
     pad = " " * len(label)
     lines = _wrap(status, label, pad)
     lines += _listed("evicts", [_victim(v) for v in victims], pad)
+    lines += _listed("cost", [summary] if summary else [], pad)
     lines += _listed("why", list(reasons), pad)
     return lines
 

@@ -17,12 +17,14 @@ import orjson
 from extender.commands import pending as pending_pods
 from extender.commands import warn as to_stderr
 from extender.errors import ConfigError
+from extender.policy_file import Policy
 from extender.state import snapshot
-from policy import replay, workload
+from policy import replay, scoring, workload, workload_gpu
 from policy.model import Pod
 from policy.view import ClusterView
 
 VERSION = 1
+GENERATED_DAY = 86_400.0  # a generated workload's pods start within a day of policy.workload.EPOCH
 
 ROWS = (
     ("preemptions", "preemptions"),
@@ -31,6 +33,7 @@ ROWS = (
     ("jobs_failed", "Jobs failed"),
     ("broken_gangs", "broken gangs"),
     ("members_stranded", "members stranded"),
+    ("managed_pods_lost", "pods lost with managers"),
     ("guaranteed_victims", "Guaranteed victims"),
     ("burstable_victims", "Burstable victims"),
     ("priority_loss", "priority-weighted loss"),
@@ -51,20 +54,33 @@ def run(
     output: str = "table",
     warn: Callable[[str], None] = to_stderr,
     strict: bool = False,
+    shape: str = "cpu",
+    pressure: float = 1.0,
+    placement: str = scoring.DEFAULT.value,
+    policy: Policy | None = None,
+    policy_path: str | None = None,
+    now: float | None = None,
 ) -> str:
     """The rendered report; bad input raises a ReprieveError naming the file and object.
     ``warn`` is given a line for each item the snapshot loader leaves out (with ``strict``, the
     first is an error instead) and for each thing left out of the queue
-    (extender.commands.pending); by default the lines go to stderr."""
+    (extender.commands.pending); by default the lines go to stderr. With ``policy`` (the file
+    at ``policy_path``) reprieve's side decides under its rules, ranking and guards, judged at
+    ``now`` (seconds since the epoch) for a snapshot and at the end of the generated day
+    (policy.workload.EPOCH + 1 day) for a generated workload."""
+    how = _placement(placement)
     if generate is not None:
         if snapshot_path or pods_path:
             raise ConfigError("--generate makes its own cluster and pods; leave out --snapshot and --pods")
         if generate < 1:
             raise ConfigError(f"--generate must be at least 1, not {generate}")
-        made = workload.generate(random.Random(seed), generate)
+        made = generated(generate, seed=seed, shape=shape, pressure=pressure)
         view, pending = made.view, made.pending
-        source = {"snapshot": None, "pods": None, "generate": generate, "seed": seed}
+        now = workload.EPOCH + GENERATED_DAY
+        source = {"snapshot": None, "pods": None, "generate": generate, "seed": seed, "shape": shape, "pressure": pressure}
     else:
+        if shape != "cpu" or pressure != 1.0:
+            raise ConfigError("--shape and --pressure shape a generated workload: give --generate N")
         if not snapshot_path:
             raise ConfigError("give --snapshot (with --pods, or alone to replay its own pending pods), or --generate N")
         view = snapshot.read(snapshot_path, strict=strict, warn=warn, need_nodes=True).view
@@ -76,15 +92,49 @@ def run(
             warn(note)
         view, pending = queue.view, queue.pods
         source = {"snapshot": snapshot_path, "pods": pods_path, "generate": None, "seed": None}
-    report = build_report(view, pending, replace=replace)
-    report["input"] = {**source, "replace": replace}
+    reprieve = None
+    if policy is not None:
+        reprieve = replay.reprieve_with(rules=policy.rules, order=policy.order, guards=policy.guards, now=now)
+    report = build_report(view, pending, replace=replace, placement=how, reprieve=reprieve)
+    report["input"] = {**source, "replace": replace, "placement": placement, "policy": policy_path}
     if output == "json":
         return orjson.dumps(report, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode() + "\n"
     return render(report)
 
 
-def build_report(view: ClusterView, pending: tuple[Pod, ...], *, replace: bool) -> dict:
-    runs = replay.compare(view, pending, replace=replace)
+SHAPES = ("cpu", "gpu")  # policy.workload, policy.workload_gpu
+
+
+def generated(count: int, *, seed: int, shape: str = "cpu", pressure: float = 1.0) -> workload.Workload:
+    """The seeded workload of ``--generate count --shape shape --pressure pressure``."""
+    if shape not in SHAPES:
+        raise ConfigError(f"--shape must be one of {', '.join(SHAPES)}, not {shape!r}")
+    if not 0 < pressure <= 10:
+        raise ConfigError(f"--pressure must be above 0 and at most 10, not {pressure}")
+    rng = random.Random(seed)
+    if shape == "gpu":
+        return workload_gpu.generate(rng, count, pressure=pressure)
+    return workload.generate(rng, count, pressure=pressure)
+
+
+def _placement(name: str) -> scoring.Placement:
+    try:
+        return scoring.Placement(name)
+    except ValueError:
+        raise ConfigError(
+            f"--placement must be one of {', '.join(p.value for p in scoring.Placement)}, not {name!r}"
+        ) from None
+
+
+def build_report(
+    view: ClusterView,
+    pending: tuple[Pod, ...],
+    *,
+    replace: bool,
+    placement: scoring.Placement = scoring.DEFAULT,
+    reprieve: replay.Decider | None = None,
+) -> dict:
+    runs = replay.compare(view, pending, replace=replace, placement=placement, reprieve=reprieve)
     totals = {side: r.totals.as_dict() for side, r in runs.items()}
     totals["difference"] = {k: totals[replay.REPRIEVE][k] - totals[replay.STOCK][k] for k in replay.Totals.FIELDS}
     return {
@@ -112,6 +162,7 @@ def _step(step: replay.Step) -> dict:
         "no_home": list(step.no_home),
         "broken_gangs": list(step.broken_gangs),
         "members_stranded": step.stranded,
+        "managed_pods_lost": step.managed_lost,
         "jobs_failed": list(step.jobs_failed),
         "retries_burned": step.retries_burned,
         "why": step.why,
@@ -122,15 +173,21 @@ def render(report: dict) -> str:
     source = report["input"]
     load = report["workload"]
     if source["generate"] is not None:
-        what = f"generated workload (--generate {source['generate']} --seed {source['seed']})"
+        what = f"generated workload (--generate {source['generate']} --seed {source['seed']}"
+        if source.get("shape", "cpu") != "cpu" or source.get("pressure", 1.0) != 1.0:
+            what += f" --shape {source['shape']} --pressure {source['pressure']:g}"
+        what += ")"
     elif source["pods"] is None:
         what = f"{source['snapshot']}: its own pending pods, in queue order"
     else:
         what = f"{source['snapshot']} + {source['pods']}"
+    if source.get("policy"):
+        what += f", reprieve under policy {source['policy']}"
     lines = [
         what,
         f"{load['nodes']} nodes, {load['bound_pods']} bound pods, {load['budgets']} PDBs, "
         f"{load['pending_pods']} pending pods, replacements {'on' if source['replace'] else 'off'}",
+        *([f"a pod that fits goes where the {source['placement']} score puts it"] if source['placement'] != scoring.DEFAULT.value else []),
         "",
         f"{'':<24}{'stock':>10}{'reprieve':>10}{'difference':>12}",
     ]

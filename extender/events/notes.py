@@ -12,7 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from extender import times
-from policy import gangs, homes, ranking, stock
+from extender.state.preemptions import UnderWay
+from policy import apps, gangs, homes, ranking, stock
+from policy.causes import GUARDED, Refusal
 from policy.criteria import Stay
 from policy.jobs import Stake
 from policy.model import Pod
@@ -24,6 +26,11 @@ from policy.view import ClusterView
 PREEMPTING = "Preempting"  # on the preemptor: reprieve's answer is being carried out
 CHOSEN = "ChosenForPreemption"  # on each victim
 SHADOW = "ShadowPreemption"  # on the preemptor, in shadow mode: what reprieve would have done
+# On the preemptor, at once: no node offered because the policy's guards (strict budgets,
+# minimum runtime: policy.guards) dropped nodes; the pod stays pending.
+BLOCKED = "PreemptionBlocked"
+DROPPED = "PreemptAnswerDropped"  # on the preemptor: its caller had gone when reprieve answered
+STARTED = "StartedMidPreemption"  # on reprieve's own pod: its first view showed preemptions under way
 ACTION = "Preempt"
 
 _LIST = 3  # names per list before "and N more"
@@ -49,6 +56,14 @@ class Answer:
     no_home: Mapping[str, str] | None = None  # UID -> why it has no home off the node (victims and stayed)
     stakes: Mapping[str, Stake] | None = None  # UID -> what evicting it costs its Job (victims and stayed)
     order: ranking.Order = ranking.DEFAULT  # the decision's: why a pod stays is its first criterion that says
+    # What decided against the scheduler's victims (policy.ranking.Cost.decided_by), worded when a
+    # note is written: reprieve's victims' cost on its node, the scheduler's there costed alike,
+    # and reprieve's own victims' cost on each other node it solved.
+    cost: ranking.Cost | None = None
+    proposed_cost: ranking.Cost | None = None
+    costs: Mapping[str, ranking.Cost] | None = None
+    manages: Mapping[str, str] | None = None  # UID -> the running pods it manages (victims and stayed), described
+    ended: tuple[str, ...] = ()  # the applications whose managers the victims include, described
 
 
 def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal], decision: PreemptDecision) -> Answer:
@@ -86,6 +101,7 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
     budgets = {p.uid: tuple(sorted(b.key for b in view.budgets_covering(p))) for p in (*victims, *stayed)}
     kept = {g.key for g in gangs.kept_whole((*victims, *stayed), victims, view.gang_of)}
     in_gangs = {p.uid: g.describe() for p in stayed if (g := view.gang_of(p)) is not None and g.key in kept}
+    manages = {p.uid: why for p in (*victims, *stayed) if (why := _manages(p, view)) is not None}
     where = homes.of(view)
     no_home = {
         p.uid: why for p in (*victims, *stayed) if (why := where.why_not(p, excluding=chosen.node)) is not None
@@ -109,22 +125,51 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
         broken=tuple(g.describe() for g in chosen.broken.gangs) if chosen else (),
         failed_jobs=tuple(b.describe() for b in chosen.cost.detail(ranking.JOBS_FAILED)) if chosen and chosen.cost else (),
         order=decision.order,
+        cost=chosen.cost if chosen else None,
+        proposed_cost=chosen.proposed_cost if chosen else None,
+        costs={o.node: o.cost for o in decision.outcomes if o.cost is not None},
+        manages=manages,
+        ended=_ended(chosen),
     )
+
+
+def _ended(chosen) -> tuple[str, ...]:
+    """The applications the chosen victims end, as the cost counted them (policy.apps)."""
+    found = chosen.cost.details.get(ranking.MANAGERS) if chosen is not None and chosen.cost is not None else None
+    return tuple(a.describe() for a in found.apps) if found is not None else ()
+
+
+def _manages(pod: Pod, view: ClusterView) -> str | None:
+    """``it manages 4 running pod(s) of Spark application ns/etl`` for a manager of running pods."""
+    found = apps.manages(pod, view.app_of)
+    if found is None or found.running < 2:
+        return None
+    return f"it manages {found.running - 1} running pod(s) of {apps.named(found.key)}"
 
 
 def preemptor_note(a: Answer) -> str:
     """``On node-a: 0 PDB violations; evicts the Burstable batch/report-1, not the Guaranteed
     batch/report-2 stock would have taken. Not node-b: PDB violations 1 there vs 0 on node-a.``"""
-    text = f"On {a.node}: {_broken(a)}{_failed(a)}{_count(a.violations, 'PDB violation')}; evicts {_pods(a.victims)}"
+    text = f"On {a.node}: {_broken(a)}{_failed(a)}{_ends(a)}{_count(a.violations, 'PDB violation')}; evicts {_pods(a.victims)}"
     text += _against_stock(a)
     return times.readable(text + "." + _others(a))
+
+
+def blocked_note(decision: PreemptDecision) -> str | None:
+    """Why the preemptor stays pending, where no node is offered and the policy's guards dropped
+    some (policy.preempt words it: each such node and why); None otherwise."""
+    if decision.answer or decision.refusal is not Refusal.NONE or decision.defers:
+        return None
+    if not any(o.verdict is Verdict.DROPPED and o.cause in GUARDED for o in decision.outcomes):
+        return None
+    return times.readable(f"Not preempting, the pod stays pending: {decision.reasons[0]}.")
 
 
 def victim_note(a: Answer, victim: Pod) -> str:
     """Why ``victim``, and not the lower-priority pods that stay on the node."""
     text = f"For {a.preemptor.key} (priority {a.preemptor.priority}) on {a.node}"
     if a.stayed:
-        stay = Stay(a.budgets, a.in_gangs or {}, a.no_home or {}, a.stakes or {})
+        stay = Stay(a.budgets, a.in_gangs or {}, a.no_home or {}, manages=a.manages or {}, stakes=a.stakes or {})
         groups: dict[str, list[str]] = {}
         for pod in a.stayed:
             groups.setdefault(_why_stays(pod, victim, stay, a.order), []).append(pod.key)
@@ -133,6 +178,23 @@ def victim_note(a: Answer, victim: Pod) -> str:
     else:
         text += ": no lower-priority pod on the node stays"
     return times.readable(f"{text}. {'; '.join(a.reasons)}.")
+
+
+def dropped_note(node: str, victims: int, why: str) -> str:
+    """A preempt answer the scheduler no longer waited for (extender.serving.verbs.preempt)."""
+    return (
+        f"reprieve's answer (on {node}, {_count(victims, 'victim')}) came after the scheduler had stopped "
+        f"waiting ({why}): not held for this pod. The scheduler went on without reprieve for this attempt."
+    )
+
+
+def started_note(found: UnderWay) -> str:
+    """reprieve started (again) while preemptions were under way (extender.state.preemptions)."""
+    return (
+        f"Started with {_count(found.nominated, 'pod')} nominated to a node and "
+        f"{_count(found.victims, 'victim')} terminating for a preemption: their room is held and their victims "
+        "counted from the cluster; answers an earlier reprieve held in flight are gone."
+    )
 
 
 def shadow_note(a: Answer, taken: str) -> str:
@@ -147,7 +209,7 @@ def shadow_note(a: Answer, taken: str) -> str:
         )
     text = f"reprieve would have preempted on {a.node}: {_count(a.violations, 'PDB violation')}; evicts {_pods(a.victims)}"
     text += f", not {_pods(theirs)} the scheduler evicts" + ("" if a.node == taken else f" on {taken}")
-    return times.readable(text + "." + _others(a))
+    return times.readable(text + _decided(a, taken) + "." + _others(a))
 
 
 def _against_stock(a: Answer) -> str:
@@ -157,7 +219,24 @@ def _against_stock(a: Answer) -> str:
         return ""
     if node == a.node and {p.uid for p in a.victims} == {_uid(p) for p in theirs}:
         return ", as stock preemption would"
-    return f", not {_pods(theirs)} stock would have taken" + ("" if node == a.node else f" on {node}")
+    return f", not {_pods(theirs)} stock would have taken" + ("" if node == a.node else f" on {node}") + _decided(a, node)
+
+
+def _decided(a: Answer, node: str) -> str:
+    """`` (decided by ...)``: the first criterion, in the decision's order, on which reprieve's
+    victims beat the scheduler's on ``node`` (there, costed alike; on another node, reprieve's own
+    victims there, as its ranking compared them); empty where reprieve did not cost them."""
+    if a.cost is None:
+        return ""
+    if node == a.node:
+        other, here, there = a.proposed_cost, "", ""
+    else:
+        other, here, there = (a.costs or {}).get(node), f" on {a.node}", f" on {node}"
+    if other is None:
+        return ""
+    if other.key == a.cost.key:
+        return " (equal on every criterion: a tie, broken differently)"
+    return f" ({a.cost.decided_by(other, here, there)})"
 
 
 def _why_stays(pod: Pod, victim: Pod, stay: Stay, order: ranking.Order) -> str:
@@ -200,6 +279,11 @@ def _broken(a: Answer) -> str:
 def _failed(a: Answer) -> str:
     """``fails Job ...; `` when the victims fail Jobs or indexes (no victim set spared them)."""
     return "".join(f"fails {j}; " for j in a.failed_jobs)
+
+
+def _ends(a: Answer) -> str:
+    """``ends Spark application ...; `` when the victims include applications' managers."""
+    return "".join(f"ends {app}; " for app in a.ended)
 
 
 def _count(n: int, what: str) -> str:

@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 CONTROLLER = "reprieve"
 NORMAL = "Normal"
+WARNING = "Warning"
 QUEUE_SIZE = 1000  # client-go's maxQueuedEvents
 BURST = 25  # client-go's defaultSpamBurst: Events per object at once ...
 REFILL_SECONDS = 300.0  # ... and one more per 5 minutes (defaultSpamQPS 1/300)

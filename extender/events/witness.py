@@ -23,8 +23,9 @@ from collections.abc import Mapping
 
 from extender.config import Events, Mode
 from extender.events import notes
-from extender.events.recorder import Event, Recorder, Ref
+from extender.events.recorder import WARNING, Event, Recorder, Ref
 from extender.state.ledger import Ledger, Progress, progress
+from extender.state.preemptions import UnderWay
 from extender.state.source import ClusterSource
 from policy.model import InFlight, Pod
 from policy.preempt import PreemptDecision, Proposal
@@ -67,6 +68,9 @@ class Witness:
             return
         if not self._shadow and not decision.answer:
             self.ledger.drop_events(preemptor.uid)  # the scheduler asked again and got nothing: nothing will happen
+            blocked = notes.blocked_note(decision)
+            if blocked is not None:  # the policy's guards leave it pending: say so now, nothing else will
+                self.recorder.record(Event(_ref(preemptor), notes.BLOCKED, notes.ACTION, blocked, type=WARNING))
             return
         answer = notes.capture(view, preemptor, proposals, decision)
         if not self._shadow and answer.node is None:
@@ -74,6 +78,25 @@ class Witness:
             return
         self.ledger.await_events(preemptor.uid, answer)
         self._wake.set()
+
+    def dropped(self, preemptor: Pod, node: str, victims: int, why: str) -> None:
+        """The preempt verb's answer found its caller gone (extender.serving.verbs.preempt):
+        nothing of it will happen. Said at once on the preemptor (a Warning: the scheduler
+        waited its httpTimeout for nothing), and any earlier answer's Events are no longer awaited."""
+        if not self._on or self._shadow or not preemptor.uid:
+            return
+        self.ledger.drop_events(preemptor.uid)
+        self.recorder.record(
+            Event(_ref(preemptor), notes.DROPPED, notes.ACTION, notes.dropped_note(node, victims, why),
+                  related=Ref("Node", node), type=WARNING)
+        )
+
+    def started(self, found: UnderWay, own: Ref | None) -> None:
+        """reprieve's first view showed preemptions under way (extender.state.preemptions): said
+        on reprieve's own pod, ``own`` (None: not known, outside a cluster)."""
+        if not self._on or self._shadow or own is None or not found:
+            return
+        self.recorder.record(Event(own, notes.STARTED, notes.ACTION, notes.started_note(found)))
 
     def check(self, view: ClusterView) -> None:
         """Record the Events of every awaited answer ``view`` shows carried out; drop the rest

@@ -14,7 +14,8 @@ from extender.live.changes import KINDS, Kind
 from extender.live.lag import Lag
 from extender.live.reflector import Reflector
 from extender.live.store import Store
-from extender.metrics import Metrics
+from extender.metrics import UNDER_WAY, Metrics
+from extender.state.preemptions import UnderWay, under_way
 from policy.model import PriorityClass
 from policy.view import ClusterView
 
@@ -80,6 +81,7 @@ class LiveCluster:
         self._lag = Lag(clock)
         self._watch_delay = watch_delay
         self._view: ClusterView | None = None
+        self.under_way_at_start: UnderWay | None = None  # what the first view showed (_started)
         self._versions: dict[str, str] = {}
         self._published_generation = -1
         self._counters: dict[tuple[str, str], object] = {}  # (kind, what) -> labelled counter (_count_event)
@@ -245,6 +247,20 @@ class LiveCluster:
         else:  # forbidden (RBAC), or discovery could not tell
             log.warning("%s: %s (%s); not watched, looking again every %gs", kind, state, why, self._discovery_interval)
 
+    def _started(self, view: ClusterView) -> None:
+        """The first view: say what it shows of preemptions under way (extender.state.preemptions).
+        reprieve keeps no ledger across a restart; the nominations and terminating victims are
+        all it needs of those, and this is where an operator sees it started in the middle of them."""
+        found = self.under_way_at_start = under_way(view)
+        for what, count in zip(UNDER_WAY, found):
+            self._metrics.restart_in_flight.labels(what).set(count)
+        if found:
+            self._metrics.restart_in_flight_timestamp.set(time.time())
+            log.warning(
+                "started with preemptions under way: %s; their room is held and their victims counted from the view "
+                "(no answer in flight survives a restart)", found.describe(),
+            )
+
     def _count_event(self, kind: str, what: str) -> None:
         counter = self._counters.get((kind, what))
         if counter is None:  # once per kind and what: labels() takes a lock and builds a tuple
@@ -292,6 +308,7 @@ class LiveCluster:
             first = self._view is None
             self._published_generation, self._versions, self._view = self._store.build_view()
             if first:
+                self._started(self._view)
                 self._on_first_view()
             done = self._clock()
             self._metrics.cache_publish_seconds.observe(done - started)

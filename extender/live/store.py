@@ -2,7 +2,8 @@
 
 The store keeps, next to the records, the indexes a ClusterView is made of (pods by node, in
 NodeInfo's order and with their requests summed per priority; nominated pods by node, PDB
-coverage, gang members and their group objects' minimums, Jobs by UID) and updates them with every change,
+coverage, gang members and their group objects' minimums, the pods of applications with a
+manager, Jobs by UID) and updates them with every change,
 remembering what changed since the last view. Publishing is
 then incremental: the new view shares every NodeInfo, tuple and record that did not change
 with the previous one, and copies only the top-level mappings, so that a view of 150,000 pods
@@ -61,6 +62,7 @@ class Store:
         self._pod_budgets: dict[str, tuple[DisruptionBudget, ...]] = {}  # UID -> budgets covering it
         self._members: dict[str, dict[str, Pod]] = {}  # budget key -> UID -> covered pod
         self._gangs: dict[str, dict[str, Pod]] = {}  # gang key -> UID -> member (policy.gangs)
+        self._apps: dict[str, dict[str, Pod]] = {}  # application key -> UID -> its pod (policy.apps)
         self._minimums: dict[str, GroupMinimum] = {}  # gang key -> its group object's minimum (GROUPS)
         self._jobs: dict[str, Job] = {}  # UID -> Job (its records are keyed by namespace/name)
         # What changed since the last view.
@@ -70,6 +72,7 @@ class Store:
         self._dirty_nominated: set[str] = set()
         self._dirty_members: set[str] = set()
         self._dirty_gangs: set[str] = set()
+        self._dirty_apps: set[str] = set()
         self._minimums_changed = False
         self._jobs_changed = False
         self._dirty_kinds: set[str] = set(kinds)
@@ -235,6 +238,9 @@ class Store:
         if pod.gang is not None:
             self._gangs.setdefault(pod.gang.key, {})[uid] = pod
             self._dirty_gangs.add(pod.gang.key)
+        if pod.app is not None:
+            self._apps.setdefault(pod.app.key, {})[uid] = pod
+            self._dirty_apps.add(pod.app.key)
         self._cover(pod)
 
     def _unindex_pod(self, pod: Pod, *, moving: bool) -> None:
@@ -258,6 +264,9 @@ class Store:
         if pod.gang is not None:
             _discard(self._gangs, pod.gang.key, uid)
             self._dirty_gangs.add(pod.gang.key)
+        if pod.app is not None:
+            _discard(self._apps, pod.app.key, uid)
+            self._dirty_apps.add(pod.app.key)
         for budget in self._pod_budgets.pop(uid, ()):
             _discard(self._members, budget.key, uid)
             self._dirty_members.add(budget.key)
@@ -303,7 +312,7 @@ class Store:
     def _reindex_pods(self) -> None:
         self._seq = {uid: next(self._order) for uid in self._records[PODS]}
         self._bound, self._levels = {}, {}
-        self._nominated, self._in_namespace, self._gangs = {}, {}, {}
+        self._nominated, self._in_namespace, self._gangs, self._apps = {}, {}, {}, {}
         self._pod_budgets, self._members = {}, {}
         for pod in self._records[PODS].values():
             self._index_pod(pod)
@@ -337,6 +346,7 @@ class Store:
             self._view = view
             self._all_dirty = False
             self._dirty_nodes, self._dirty_nominated, self._dirty_members, self._dirty_gangs = set(), set(), set(), set()
+            self._dirty_apps = set()
             self._dirty_kinds, self._dirty_pods, self._deleted_pods = set(), set(), set()
             self._minimums_changed = False
             self._jobs_changed = False
@@ -388,6 +398,7 @@ class Store:
             budget_members={key: self._by_seq(pods) for key, pods in self._members.items() if pods},
             gang_members={key: self._by_seq(pods) for key, pods in self._gangs.items() if pods},
             group_minimums=dict(self._minimums),
+            app_members={key: self._by_seq(pods) for key, pods in self._apps.items() if pods},
             jobs=dict(self._jobs),
         )
 
@@ -417,6 +428,7 @@ class Store:
             budget_members=members,
             gang_members=self._refreshed(prev.gang_members, self._dirty_gangs, self._gangs),
             group_minimums=dict(self._minimums) if self._minimums_changed else prev.group_minimums,
+            app_members=self._refreshed(prev.app_members, self._dirty_apps, self._apps),
             jobs=dict(self._jobs) if self._jobs_changed else prev.jobs,
             memo=prev.carry_memo(dirty_nodes=self._dirty_nodes, budgets_changed=budgets_changed),
         )

@@ -17,13 +17,15 @@ from extender.config import Settings
 from extender.errors import BadRequest, Unanswerable
 from extender.events.witness import Witness
 from extender.state.ledger import Ledger
-from extender.metrics import Metrics
+from extender.state.preemptions import Nominations
+from extender.metrics import CLOSED, PAST_TIMEOUT, Metrics
 from extender.state.standings import Standings
 from extender.serving.verbs import Context
 from extender.serving.verbs import filter as filter_verb
 from extender.serving.verbs import preempt as preempt_verb
 from extender.serving.verbs import prioritize as prioritize_verb
 from policy import ranking
+from policy.guards import Guards
 from policy.tenancy import Rules
 
 JSON = "application/json"
@@ -46,8 +48,9 @@ def create_app(
     stopping: threading.Event | None = None,
     order: ranking.Order = ranking.DEFAULT,
     stall: Stall | None = None,
+    guards: Guards | None = None,
 ) -> Flask:
-    """``rules`` and ``order``: the --policy file's (extender.policy_file). ``events`` (extender.events) records Kubernetes Events about its preemptions,
+    """``rules``, ``order`` and ``guards``: the --policy file's (extender.policy_file). ``events`` (extender.events) records Kubernetes Events about its preemptions,
     reading the answers from its ledger, which the verbs record in; ``stopping`` is set when the
     server begins to shut down: from then on /readyz fails. ``stall`` (extender.stall): while it
     says the process was just stopped or starved, the verbs answer as while the view is not
@@ -59,8 +62,10 @@ def create_app(
     standings = Standings(rules) if rules is not None else None
     ledger = events.ledger if events is not None else Ledger()  # one record of answers in flight for both
     stopping = stopping or threading.Event()
-    app.extensions["reprieve"] = {"cluster": cluster, "metrics": metrics, "settings": settings}
+    app.extensions["reprieve"] = {"cluster": cluster, "metrics": metrics, "settings": settings, "ledger": ledger}
     metrics.serving(mode=settings.mode.value, ready=lambda: cluster.view() is not None and not stopping.is_set())
+    nominations = Nominations()
+    metrics.nominated_oldest.set_function(lambda: nominations.oldest(cluster.view()))
 
     def answering(verb: str, handler: Callable[[bytes, Context], bytes]) -> Callable[[bytes], tuple[int, bytes]]:
         """body -> (status, JSON body): one verb request, counted and timed. The server calls it
@@ -68,12 +73,15 @@ def create_app(
         route below wraps it for everything else (tests, other servers)."""
         unhandled = logging.getLogger("reprieve")
 
-        def answer(body: bytes) -> tuple[int, bytes]:
+        def answer(body: bytes, *, arrived: float | None = None, closed: Callable[[], bool] | None = None) -> tuple[int, bytes]:
+            """``arrived``: time.monotonic() when the request's first byte was read; ``closed``:
+            whether the client has closed its connection (extender.serving.connection)."""
             started = time.perf_counter()
             code = 200
             try:
                 view = None if stall is not None and stall.recent() else cluster.view()
-                context = Context(view, metrics, log, standings, ledger, settings.mode, started, events, order, stall)
+                gone = caller(settings.http_timeout, arrived, closed) if arrived is not None or closed is not None else None
+                context = Context(view, metrics, log, standings, ledger, settings.mode, started, events, order, stall, guards, gone)
                 return code, handler(body, context)
             except (BadRequest, Unanswerable) as exc:
                 code = exc.status
@@ -139,6 +147,21 @@ def create_app(
         return Response(wire.error_body(f"internal error: {type(exc).__name__}"), status=500, mimetype=JSON)
 
     return app
+
+
+def caller(timeout: float, arrived: float | None, closed: Callable[[], bool] | None) -> Callable[[], str | None]:
+    """Why the scheduler no longer waits for an answer: its connection is closed (it gave up
+    and hung up), or the request began more than its ``httpTimeout`` ago (it gave up, or will
+    have by the time the answer reaches it: its clock started before ours). None: it may wait."""
+
+    def gone() -> str | None:
+        if arrived is not None and time.monotonic() - arrived > timeout:
+            return PAST_TIMEOUT
+        if closed is not None and closed():
+            return CLOSED
+        return None
+
+    return gone
 
 
 def _read_body() -> bytes:

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import ssl
 from concurrent.futures import Executor
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from http import HTTPStatus
 
 import h11
@@ -30,7 +33,9 @@ from extender.serving.tls import ServingCertificate
 
 log = logging.getLogger("reprieve")
 
-Answer = Callable[[bytes], tuple[int, bytes]]  # a verb's request body -> (status, JSON body)
+# A verb's request body -> (status, JSON body); keywords ``arrived`` (time.monotonic() of the
+# request's first byte) and ``closed`` (has the client hung up?): extender.serving.app.
+Answer = Callable[..., tuple[int, bytes]]
 
 MAX_HEAD = 64 * 1024  # request line and headers; the scheduler sends a few hundred bytes
 READ_SIZE = 64 * 1024
@@ -144,6 +149,7 @@ class Connection:
         self.path = ""  # of the request being read or answered
         self.held = 0  # bytes of its body counted in server.buffered
         self.loop = asyncio.get_running_loop()
+        self.arrived = 0.0  # the loop's time (time.monotonic) of the first byte of the request being read
 
     async def run(self) -> None:
         if self.listener.tls is not None:
@@ -196,7 +202,29 @@ class Connection:
 
     def _begin(self) -> float:
         self.idle = False
-        return self.loop.time() + self.settings.header_timeout
+        self.arrived = self.loop.time()
+        return self.arrived + self.settings.header_timeout
+
+    def closed(self) -> bool:
+        """Whether the client has hung up, as far as can be told without reading its next
+        request: the loop has seen the end of its stream, or (plain TCP) the socket holds nothing
+        but it. The scheduler closes the connection of a call it stops waiting for (Go's
+        http.Client on its Timeout); reprieve answers inline, so the loop has not looked yet. Over
+        TLS the socket holds records (close_notify first), and only the loop can tell."""
+        if self.reader.at_eof() or self.writer.transport.is_closing():
+            return True
+        if self.listener.tls is not None:
+            return False
+        sock = self.writer.get_extra_info("socket")
+        if sock is None:
+            return False
+        try:
+            with socket.socket(fileno=os.dup(sock.fileno())) as peek:
+                return peek.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except (BlockingIOError, InterruptedError):
+            return False  # nothing to read: the client is still there
+        except OSError:
+            return True  # reset, or the socket is gone
 
     async def _body(self, request: h11.Request) -> bytes:
         limit = self.settings.max_body_bytes
@@ -243,10 +271,11 @@ class Connection:
     async def _answer(self, request: h11.Request, body: bytes) -> None:
         answer = self.server.answers.get(self.path) if request.method == b"POST" else None
         if answer is not None:
+            call = partial(answer, body, arrived=self.arrived, closed=self.closed)
             if len(body) <= INLINE_BYTES:
-                status, payload = answer(body)
+                status, payload = call()
             else:
-                status, payload = await self.loop.run_in_executor(self.server.pool, answer, body)
+                status, payload = await self.loop.run_in_executor(self.server.pool, call)
             await self._send(status, [JSON], payload)
             return
         env = wsgi.environ(

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from extender.state import kube
-from policy import gangs, jobs, model, resources
+from policy import apps, gangs, jobs, model, resources
 from policy import placement as place
 from policy.criteria.deletion_cost import ANNOTATION as DELETION_COST
 from policy.labels import Requirement, Selector
@@ -61,8 +61,9 @@ def _share_name(text: str | None) -> str | None:
 
 
 @functools.lru_cache(maxsize=SHARED_ENTRIES)
-def _shared_mark(mark: gangs.GangMark) -> gangs.GangMark:
-    """One GangMark (and one key string) per gang: its members carry the same."""
+def _shared_mark(mark: gangs.GangMark | apps.AppMark) -> gangs.GangMark | apps.AppMark:
+    """One GangMark per gang, one AppMark per application and role (and one key string each):
+    their pods carry the same."""
     return mark
 
 
@@ -185,6 +186,7 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
         owner=name(controller.uid) or None if controller else None,
         scheduler_name=name(spec.schedulerName) or model.DEFAULT_SCHEDULER,
         gang=mark(gang) if gang is not None else None,
+        app=mark(app) if (app := apps.mark(namespace=namespace, labels=meta.labels or {})) is not None else None,
         placement=_placement(controller.kind or None if controller else None, spec, shared=shared),
         gated=bool(spec.schedulingGates),
         deletion_cost=deletion_cost((meta.annotations or {}).get(DELETION_COST)),

@@ -16,22 +16,26 @@ from policy.criteria import (
     guaranteed,
     homeless,
     jobs_failed,
+    managers,
     opted_out,
     pdb_violations,
     priority_sum,
     retries_burned,
     start,
+    strict_budgets,
     top_priority,
     victims,
 )
 from policy.criteria.criterion import Criterion, Facts, Kind, Reach, Stay, Unit
 from policy.model import Pod
 
+STRICT_BUDGETS = strict_budgets.CRITERION
 OPTED_OUT = opted_out.CRITERION
 PDB_VIOLATIONS = pdb_violations.CRITERION
 JOBS_FAILED = jobs_failed.CRITERION
 BROKEN_GANGS = broken_gangs.CRITERION
 GANG_WORK = gang_work.CRITERION
+MANAGERS = managers.CRITERION
 TOP_PRIORITY = top_priority.CRITERION
 RETRIES_BURNED = retries_burned.CRITERION
 GUARANTEED = guaranteed.CRITERION
@@ -44,12 +48,14 @@ START = start.CRITERION
 
 # The registry, in the default order.
 CANONICAL: tuple[Criterion, ...] = (
+    STRICT_BUDGETS,  # a policy's strictBudgets: first where the rule is on, left out of the order otherwise
     OPTED_OUT,  # a last resort is last whatever else: first in every order
     PDB_VIOLATIONS,
     JOBS_FAILED,
     BROKEN_GANGS,
     GANG_WORK,
     TOP_PRIORITY,
+    MANAGERS,  # after the priority: docs/policy.md measures the places tried
     RETRIES_BURNED,
     GUARANTEED,
     BURSTABLE,
@@ -59,10 +65,10 @@ CANONICAL: tuple[Criterion, ...] = (
     DELETION_COST,
     START,  # the tie-breaker: last in every order
 )
-MOVABLE = CANONICAL[1:-1]  # what a policy may reorder
+MOVABLE = CANONICAL[2:-1]  # what a policy may reorder
 BY_NAME = {c.name: c for c in CANONICAL}
 # The parts of a cost's one-line summary (policy.ranking.Cost.describe), in its order.
-SUMMARY = (OPTED_OUT, JOBS_FAILED, BROKEN_GANGS, GANG_WORK, PDB_VIOLATIONS, TOP_PRIORITY, RETRIES_BURNED, HOMELESS, VICTIMS)
+SUMMARY = (OPTED_OUT, JOBS_FAILED, BROKEN_GANGS, GANG_WORK, MANAGERS, PDB_VIOLATIONS, TOP_PRIORITY, RETRIES_BURNED, HOMELESS, VICTIMS)
 
 # The criteria a pod has a value of its own for, in CANONICAL's order: a pod's ``values``.
 PER_POD = tuple(c for c in CANONICAL if c.kind in (Kind.SUM, Kind.MAX))
@@ -81,6 +87,6 @@ def values(pod: Pod, facts: Facts) -> tuple:
 
 __all__ = [
     "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "Criterion", "DELETION_COST", "Facts", "GANG_WORK", "GUARANTEED", "HOMELESS", "JOBS_FAILED", "Kind",
-    "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PER_POD", "PRIORITY_SUM", "RETRIES_BURNED", "Reach", "START", "SUMMARY", "Stay",
+    "MANAGERS", "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PER_POD", "PRIORITY_SUM", "RETRIES_BURNED", "Reach", "START", "STRICT_BUDGETS", "SUMMARY", "Stay",
     "TOP_PRIORITY", "Unit", "VICTIMS", "values",
 ]

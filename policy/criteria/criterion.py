@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, NamedTuple
 
+from policy.apps import AppOf
 from policy.gangs import GangOf
 from policy.jobs import Stake, StakeOf
 from policy.model import Pod
@@ -54,6 +55,8 @@ class Facts:
     gang_of: GangOf | None = None
     opted_out: frozenset[str] = frozenset()  # UIDs whose eviction is a last resort (policy.tenancy)
     no_home: frozenset[str] = frozenset()  # UIDs of candidates with no home off the node (policy.homes)
+    app_of: AppOf | None = None  # applications with a manager (policy.apps)
+    strict_of: BudgetsOf | None = None  # the strict budgets covering a pod (policy.guards); None: no such rule
     stake_of: StakeOf | None = None  # what evicting a pod costs its Job (policy.jobs)
     values: dict[str, tuple] = field(default_factory=dict)  # UID -> its per-pod values (policy.criteria.values)
     memo: dict = field(default_factory=dict)  # what a criterion keeps per pod for the request, by its own keys
@@ -137,4 +140,5 @@ class Stay:
     budgets: Mapping[str, tuple[str, ...]]  # UID -> PodDisruptionBudgets covering it
     in_gangs: Mapping[str, str]  # UID -> its gang, described, where the victims kept it whole
     no_home: Mapping[str, str]  # UID -> why it has no home off the node
+    manages: Mapping[str, str] = field(default_factory=dict)  # UID -> the running pods it manages, described
     stakes: Mapping[str, Stake] = field(default_factory=dict)  # UID -> what evicting it costs its Job

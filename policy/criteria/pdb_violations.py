@@ -3,12 +3,12 @@ zero, counted exactly as the scheduler counts them (policy.pdb.count_violations)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from policy.criteria.criterion import Criterion, Facts, Kind, Running, Stay
 from policy.importance import importance
 from policy.model import Pod
-from policy.pdb import Violations, count_violations, spent_on
+from policy.pdb import BudgetsOf, Violations, count_violations, spent_on
 
 
 def _of_set(victims: Sequence[Pod], live: Sequence[Pod], facts: Facts) -> tuple[int, Violations]:
@@ -16,34 +16,38 @@ def _of_set(victims: Sequence[Pod], live: Sequence[Pod], facts: Facts) -> tuple[
     return violations.count, violations
 
 
-def _spent(pod: Pod, facts: Facts) -> tuple:
-    """The budgets whose allowance evicting ``pod`` spends, looked up once per request."""
-    key = ("pdb", pod.uid)
-    found = facts.memo.get(key)
-    if found is None:
-        found = facts.memo[key] = tuple(spent_on(pod, facts.budgets_of))
-    return found
-
-
-class _Running(Running):
+class Counting(Running):
     """Per budget, the victims it covers so far: while no pod is covered by two budgets a
     budget's violations are max(0, covered - allowed), whatever the order; otherwise the whole
-    set is counted again, in upstream's order (and no two pods are alike)."""
+    set is counted again, in upstream's order (and no two pods are alike). ``budgets`` picks the
+    budgets counted from the facts (None: none)."""
+
+    def __init__(self, name: str, budgets: Callable[[Facts], BudgetsOf | None]) -> None:
+        self._name, self._budgets = name, budgets
+
+    def _spent(self, pod: Pod, facts: Facts) -> tuple:
+        """The budgets whose allowance evicting ``pod`` spends, looked up once per request."""
+        key = (self._name, pod.uid)
+        found = facts.memo.get(key)
+        if found is None:
+            budgets_of = self._budgets(facts)
+            found = facts.memo[key] = tuple(spent_on(pod, budgets_of)) if budgets_of is not None else ()
+        return found
 
     def start(self, live: Sequence[Pod], facts: Facts) -> tuple:
-        overlapping = any(len(_spent(p, facts)) > 1 for p in live)
+        overlapping = any(len(self._spent(p, facts)) > 1 for p in live)
         return (True, 0) if overlapping else (False, ())
 
     def alike(self, state: tuple, pod: Pod, facts: Facts) -> object:
-        return pod.uid if state[0] else tuple(b.key for b in _spent(pod, facts))
+        return pod.uid if state[0] else tuple(b.key for b in self._spent(pod, facts))
 
     def of_class(self, state: tuple, pod: Pod, facts: Facts) -> object:
-        return tuple((b.key, b.disruptions_allowed) for b in _spent(pod, facts))
+        return tuple((b.key, b.disruptions_allowed) for b in self._spent(pod, facts))
 
     def add(self, state, of_class, pods, before, facts) -> tuple[tuple, int]:
         overlapping, covered = state
         if overlapping:  # ``covered``: the count so far
-            count = count_violations(sorted((*before, *pods), key=importance), facts.budgets_of).count
+            count = count_violations(sorted((*before, *pods), key=importance), self._budgets(facts)).count
             return (True, count), count - covered
         counts = dict(covered)
         added = 0
@@ -65,6 +69,7 @@ def _brief(value: float, _) -> str:
 
 
 CRITERION = Criterion(
-    name="PDB violations", field="pdb_violations", kind=Kind.SET, of_set=_of_set, running=_Running(),
+    name="PDB violations", field="pdb_violations", kind=Kind.SET, of_set=_of_set,
+    running=Counting("pdb", lambda facts: facts.budgets_of),
     floor="violations", brief=_brief, stays=_stays,
 )

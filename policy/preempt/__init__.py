@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from policy import gangs, homes, jobs, ranking, victims
+from policy import apps, gangs, homes, jobs, ranking, victims
 from policy.causes import Refusal
+from policy.guards import Guards
 from policy.model import InFlight, Pod
 from policy.pdb import less_spent
-from policy.preempt.answer import defers, offer
+from policy.preempt.answer import defers, offer, with_proposed_costs
 from policy.preempt.decision import SETTLE_SECONDS, NodeOutcome, PreemptDecision, Proposal, Verdict
 from policy.preempt.eligibility import ineligible, under_rules
 from policy.preempt.request import Request
@@ -34,6 +35,7 @@ def decide(
     now: float | None = None,
     exhaustive: bool = False,
     order: ranking.Order = ranking.DEFAULT,
+    guards: Guards | None = None,
 ) -> PreemptDecision:
     """Re-derive victims on each candidate node, drop hopeless nodes, offer the cheapest one.
 
@@ -59,6 +61,13 @@ def decide(
     (``tenancy.assess(rules, view)``, which holds them), where the caller keeps it for many
     decisions over the same view. ``order`` ranks
     victim sets and nodes (policy.ranking; a policy file may reorder it).
+
+    With ``guards`` (policy.guards: the policy's strictBudgets and minimumRuntime, which need
+    no queue rule), pods inside their minimum runtime at ``now`` are never victims, and no node
+    is offered whose victims violate a strict budget: each node's search looks first for a set
+    that violates none (``order`` gains that criterion first), and the scheduler's own victims
+    are kept only where they keep both. As with rules, a node or victim reprieve does not know
+    is not offered (it cannot be checked). Where every node is dropped the answer is empty.
     """
     # Not its own earlier answer, nor one for an earlier pod of its name: the API server holds
     # one pod per name, so that one was deleted (policy.view.ClusterView.reservations).
@@ -71,19 +80,32 @@ def decide(
         return PreemptDecision(answer={}, outcomes=(), reasons=(why,), refusal=refusal, order=order)
 
     # Victims of answers in flight still run in the view: their gangs can spare that many
-    # fewer, their budgets allow that many fewer disruptions, and their Jobs have that many
-    # fewer retries (the statuses have not counted them yet).
+    # fewer, their budgets allow that many fewer disruptions (the status has not counted
+    # them yet), their applications run that many fewer pods (or already end), and their
+    # Jobs have that many fewer retries (nor have the Jobs' statuses).
     gang_of = gangs.less_taken(view.gang_of, (v for f in in_flight for v in f.victims))
     budgets = less_spent(view.budgets_covering, (v for f in in_flight for v in f.victims))
+    app_of = apps.less_taken(view.app_of, (v for f in in_flight for v in f.victims))
     stake_of = jobs.less_taken(view.stake_of, [v for f in in_flight for v in f.victims])
     where = homes.of(view)
+    inside = strict_of = None
+    if guards is not None:
+        inside, strict_of = guards.inside(now), guards.strict_of(budgets, view)
+        if strict_of is not None:
+            order = order.with_strict()
     request = Request(
         view=view, preemptor=preemptor, proposals=proposals, in_flight=in_flight, screen=screen, now=now,
-        order=order, exhaustive=exhaustive, gang_of=gang_of, budgets=budgets, stake_of=stake_of, homes=where,
-        choosing=victims.Choosing(preemptor, budgets, screen, gang_of, order, where, stake_of=stake_of),
+        order=order, exhaustive=exhaustive, gang_of=gang_of, budgets=budgets, app_of=app_of, stake_of=stake_of,
+        homes=where,
+        choosing=victims.Choosing(
+            preemptor, budgets, screen, gang_of, order, where, inside=inside, strict_of=strict_of, app_of=app_of,
+            stake_of=stake_of,
+        ),
+        guarded=guards is not None,
     )
     outcomes = outcomes_by_node(request)
     answer, reasons = offer(request, outcomes)
+    with_proposed_costs(request, outcomes, answer)
     deferring = defers(request, answer, outcomes)
     if deferring:
         reasons = [

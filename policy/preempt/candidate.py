@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from policy import homes, jobs, ranking, resources, tenancy
+from policy import guards, homes, jobs, ranking, resources, tenancy
 from policy.causes import Cause
 from policy.criteria import Facts
 from policy.model import POD_ANTI_AFFINITY, Pod
@@ -25,8 +25,10 @@ def evaluate(request: Request, name: str, swap: bool = False) -> NodeOutcome:
     """Candidate ``name``'s outcome (with policy.exact's swap pass if ``swap``), as the rules
     allow it if there are any."""
     outcome = _judged(request, name, swap)
-    if request.screen is not None and outcome.verdict is Verdict.PASSED_THROUGH and not outcome.kept_scheduler_victims:
-        # The rules cannot be checked on victims reprieve does not know: not offered.
+    judging = request.screen is not None or request.guarded
+    if judging and outcome.verdict is Verdict.PASSED_THROUGH and not outcome.kept_scheduler_victims:
+        # The rules (and the guards: strict budgets, minimum runtime) cannot be checked on
+        # victims reprieve does not know: not offered.
         outcome = dataclasses.replace(
             outcome, verdict=Verdict.DROPPED, reasons=(*outcome.reasons, "with a policy, not offered unjudged")
         )
@@ -263,9 +265,13 @@ def _no_room_here(
 
 
 def _keep_scheduler_victims(request: Request, name: str, victims: list[Pod], cause: Cause, why: str) -> NodeOutcome:
-    """The scheduler's victims, unless the rules protect one of them: reprieve cannot choose
-    others here, so the node is dropped."""
-    screen = request.screen
+    """The scheduler's victims, unless the rules protect one of them or they break a guard (a
+    pod inside its minimum runtime, a strict budget violated: policy.guards): reprieve cannot
+    choose others here, so the node is dropped."""
+    screen, choosing = request.screen, request.choosing
+    guarded, broken_guard = guards.check(victims, inside=choosing.inside, strict_of=choosing.strict_of)
+    if guarded is not Cause.NONE:
+        return NodeOutcome(name, Verdict.DROPPED, guarded, reasons=(f"{why}; but {broken_guard}",))
     opted_out = []
     if screen is not None:
         for pod in victims:
@@ -279,11 +285,9 @@ def _keep_scheduler_victims(request: Request, name: str, victims: list[Pod], cau
         short = screen.over_share(victims)
         if short:
             return NodeOutcome(name, Verdict.DROPPED, Cause.QUEUE_SHARE, reasons=(f"{why}; but {short}",))
-    homeless = homes.homeless(victims, request.homes, node=name)
-    no_home = frozenset(p.uid for p in victims if p.key in homeless.pods)
-    # The one Order.cost outside policy.victims: victims reprieve did not choose.
-    cost = request.order.cost(victims, Facts(request.budgets, request.gang_of, frozenset(opted_out), no_home, stake_of=request.stake_of))
+    cost, homeless = _priced(request, name, victims, frozenset(opted_out))
     violations, broken = cost.detail(ranking.PDB_VIOLATIONS), cost.detail(ranking.BROKEN_GANGS)
+    ended = cost.detail(ranking.MANAGERS)
     return NodeOutcome(
         name,
         Verdict.CHOSEN,
@@ -295,11 +299,38 @@ def _keep_scheduler_victims(request: Request, name: str, victims: list[Pod], cau
         reasons=(
             f"kept the scheduler's victims: {why}", violations.describe(),
             *((broken.describe(),) if broken.count else ()),
+            *((ended.describe(),) if ended.count else ()),
             *jobs.reasons(victims, request.stake_of, cost.detail(ranking.JOBS_FAILED)),
             *((homeless.describe(),) if homeless.count else ()),
         ),
         broken=broken,
     )
+
+
+def price(request: Request, name: str, victims: Sequence[Pod]) -> ranking.Cost:
+    """What evicting ``victims`` from node ``name`` costs by the request's order and facts, as
+    reprieve's own victims there are costed: the scheduler's proposal beside reprieve's choice
+    (explain, the decision log and Events say which criterion decided between them). Victims
+    the rules would protect are costed as any other: a cost has no criterion for them."""
+    screen = request.screen
+    opted_out = frozenset(
+        p.uid for p in victims if screen is not None and screen.judge(p)[0] is tenancy.Judgement.LAST_RESORT
+    )
+    return _priced(request, name, victims, opted_out)[0]
+
+
+def _priced(
+    request: Request, name: str, victims: Sequence[Pod], opted_out: frozenset[str]
+) -> tuple[ranking.Cost, homes.Homeless]:
+    """The cost of victims reprieve did not choose (the one Order.cost outside policy.victims),
+    and those of them with no home off the node."""
+    homeless = homes.homeless(victims, request.homes, node=name)
+    no_home = frozenset(p.uid for p in victims if p.key in homeless.pods)
+    facts = Facts(
+        request.budgets, request.gang_of, opted_out, no_home,
+        app_of=request.app_of, strict_of=request.choosing.strict_of, stake_of=request.stake_of,
+    )
+    return request.order.cost(victims, facts), homeless
 
 
 def _nameable(proposed: set[str], now: float | None) -> Callable[[Pod], bool]:

@@ -4,7 +4,7 @@ and verdict, the decision, and how long a newly bound pod takes to settle."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple
 
@@ -42,6 +42,11 @@ class NodeOutcome:
     kept_scheduler_victims: bool = False
     reasons: tuple[str, ...] = ()
     broken: gangs.Broken = gangs.NONE_BROKEN  # the gangs the victims break, as the cost counts them
+    # The scheduler's proposed victims here, costed as ``cost`` is (policy.preempt.answer.
+    # with_proposed_costs: on the node offered where its victims differ; on every node when
+    # exhaustive); None where not costed, or a proposed victim is not on the node in the view.
+    # Words beside the outcome, not part of it: outcomes compare equal without it.
+    proposed_cost: ranking.Cost | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""manifests/alerts.yaml: well-formed rule groups whose expressions read only what reprieve exposes."""
+"""The alert rules (charts/reprieve/files/alerts.yaml, copied to manifests/alerts.yaml): well-formed
+rule groups whose expressions read only what reprieve exposes."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import yaml
 from tests.conftest import ROOT
 from tests.contract.promql import selectors, unexposed
 
-ALERTS = ROOT / "manifests" / "alerts.yaml"
+ALERTS = ROOT / "charts" / "reprieve" / "files" / "alerts.yaml"
 DOCS = ROOT / "docs" / "observability.md"
 
 def test_selectors_reads_names_not_functions_labels_or_durations():

@@ -179,7 +179,8 @@ def test_simulate_notes_an_unused_environment_in_plain_text(capsys, monkeypatch)
     monkeypatch.setenv("REPRIEVE_POLICY", "unused.yaml")
     code, out, err = run_cli.run(capsys, "simulate", "--generate", "3")
     assert code == 0 and out.startswith("generated workload")
-    assert err == "reprieve: note: REPRIEVE_POLICY is set but not used: only serve reads the environment\n"
+    # simulate takes --policy (reprieve's side decides under it), so the note says to give it.
+    assert err == "reprieve: note: REPRIEVE_POLICY is set but not used: only serve reads the environment; give --policy to use it\n"
 
 
 def test_check_policy_strict_too(capsys, tmp_path):

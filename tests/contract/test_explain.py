@@ -89,16 +89,47 @@ def test_json_on_the_example_shows_stock_and_reprieve_disagree(capsys):
     d = row(result, "node-d")
     assert d["reprieve"]["verdict"] == "chosen" and d["reprieve"]["chosen"] is True
     assert (d["stock"]["rank"], d["reprieve"]["rank"], d["differs"]) == (2, 1, ["chosen"])
-    assert d["stock"]["cost"] == {
+    assert d["stock"]["upstream_cost"] == {
         "pdb_violations": 0,
         "highest_priority": 100,
         "priority_sum": 100,
         "victims": 1,
         "top_victims_start": "2026-11-21T09:00:00Z",
     }
+    # Stock's victims costed as reprieve's own: the same victims on node-d, the same cost.
+    assert d["stock"]["cost"] == d["reprieve"]["cost"] == {
+        "opted_out_victims": 0,
+        "pdb_violations": 0,
+        "jobs_failed": 0,
+        "broken_gangs": 0,
+        "pods_lost_with_gangs": 0,
+        "highest_priority": 100,
+        "pods_lost_with_managers": 0,
+        "retries_burned": 0,
+        "guaranteed": 0,
+        "burstable": 1,
+        "homeless_victims": 1,
+        "priority_sum": 100,
+        "victims": 1,
+        "highest_deletion_cost": 0,
+        "top_victims_start": "2026-11-21T09:00:00Z",
+    }
+    # On node-a, report-2 (Guaranteed, stock's) against report-1 (Burstable, reprieve's).
+    assert (a["stock"]["cost"]["guaranteed"], a["reprieve"]["cost"]["guaranteed"]) == (1, 0)
+    assert a["decided_by"] == {"criterion": "Guaranteed victims", "field": "guaranteed", "reprieve": 0, "stock": 1}
+    assert d["decided_by"] is None  # the same victims
 
-    assert result["differences"][0].startswith("reprieve preempts on node-d, stock on node-a")
-    assert "node-a: reprieve evicts batch/report-1 instead of batch/report-2: QoS: Burstable before Guaranteed at priority 100" in result["differences"]
+    # reprieve's own victims on node-d and on node-a differ first on the start.
+    assert result["differences"][0] == (
+        "reprieve preempts on node-d, stock on node-a; reprieve ranks its victims on node-d first, decided by "
+        "start of the most important victims (later is better): 2026-11-21T09:00:00Z on node-d against "
+        "2026-11-20T09:40:00Z on node-a"
+    )
+    assert p["decided_by"] == {
+        "criterion": "start of the most important victims (later is better)", "field": "top_victims_start",
+        "reprieve": "2026-11-21T09:00:00Z", "stock": "2026-11-20T09:40:00Z",
+    }
+    assert "node-a: reprieve evicts batch/report-1 instead of batch/report-2, decided by Guaranteed victims: 0 against 1" in result["differences"]
 
 
 def test_table_on_the_example_marks_the_differences(capsys):
@@ -107,7 +138,12 @@ def test_table_on_the_example_marks_the_differences(capsys):
     text = flat(out)
     assert "Stock kube-scheduler: preempts on node-a, evicting batch/report-2" in text
     assert "reprieve: preempts on node-d, evicting analytics/backfill-0 *" in text
-    assert "* node-a: reprieve evicts batch/report-1 instead of batch/report-2: QoS: Burstable before Guaranteed at priority 100" in text
+    assert "* node-a: reprieve evicts batch/report-1 instead of batch/report-2, decided by Guaranteed victims: 0 against 1" in text
+    # Each side's cost in brief, both costed by reprieve's ranking.
+    assert (
+        "evicts batch/report-2 (100, Guaranteed) cost 0 PDB violation(s), highest victim priority 100, 1 with no home, "
+        "1 Guaranteed / 0 Burstable of 1 live victim(s)"
+    ) in text
     assert "node-a * differs: victims, chosen" in text
     assert "evicts batch/report-2 (100, Guaranteed)" in text
     assert "evicts batch/report-1 (100, Burstable)" in text
@@ -142,6 +178,11 @@ TABLES = [
     pytest.param(("--snapshot", str(EXAMPLE), "--request", str(REQUESTS / "filter.json")), id="filter-request"),
     pytest.param(("--snapshot", str(EXAMPLE), "--request", str(REQUESTS / "prioritize.json")), id="prioritize-request"),
     pytest.param(("--snapshot", str(PDB_COUNT), "--pod", "shop/urgent"), id="pdb-count"),
+    pytest.param(("--snapshot", str(ROOT / "examples" / "leaderworkerset.yaml"), "--pod", "ml/trainer"), id="leaderworkerset"),
+    pytest.param(
+        ("--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT), "--policy", str(ROOT / "examples" / "policy.yaml")),
+        id="policy-keeps-stocks-victims",
+    ),
     pytest.param(
         (
             "--snapshot",
@@ -175,10 +216,13 @@ def test_preempt_request_uses_its_proposals_and_answers_as_the_verb_does(capsys,
     assert names(b["reprieve"]["victims"]) == ["shop/web-7d4b9c-b2", "batch/etl-1"]
     assert b["differs"] == ["victims"]
     assert any(
-        line.startswith("node-b: reprieve evicts shop/web-7d4b9c-b2 instead of batch/etl-0")
-        and "spares a PDB-protected pod (batch/etl-0, batch/etl)" in line
+        line == "node-b: reprieve evicts shop/web-7d4b9c-b2 instead of batch/etl-0, decided by PDB violations: 1 against 2"
         for line in result["differences"]
-    )
+    ), result["differences"]
+    # The proposal's count is the scheduler's (1); its cost counts as reprieve does (2: the
+    # budget allows none).
+    assert (b["stock"]["pdb_violations"], b["stock"]["upstream_cost"]["pdb_violations"]) == (1, 1)
+    assert b["stock"]["cost"]["pdb_violations"] == 2
     # Exactly what the preempt verb answers for the same body.
     client = create_app(Settings(), cluster=StaticCluster(example_view)).test_client()
     answer = client.post("/preempt", data=(REQUESTS / "preempt.json").read_bytes(), content_type="application/json").json
@@ -188,6 +232,22 @@ def test_preempt_request_uses_its_proposals_and_answers_as_the_verb_does(capsys,
         if r["reprieve"]["offered"]
     }
     assert offered == answer["NodeNameToMetaVictims"]
+
+
+def test_where_the_rules_leave_stocks_cheaper_victims_the_difference_says_why(capsys):
+    # examples/policy.yaml: shop is above its guaranteed share, so the pods of other queues are
+    # out of reach. On node-a stock evicts batch/report-2 (priority 100); reprieve may take only
+    # shop's own web pod (1000): stock's rank first, and the line gives reprieve's reason.
+    args = ("--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT), "--policy", str(ROOT / "examples" / "policy.yaml"))
+    result = report(capsys, *args)
+    a = row(result, "node-a")
+    assert names(a["reprieve"]["victims"]) == ["shop/web-7d4b9c-a1"]
+    assert a["decided_by"] == {"criterion": "highest victim priority", "field": "highest_priority", "reprieve": 1000, "stock": 100}
+    [line] = [d for d in result["differences"] if d.startswith("node-a:")]
+    assert line.startswith(
+        "node-a: reprieve evicts shop/web-7d4b9c-a1 instead of batch/report-2, though stock's victims rank first by "
+        "highest victim priority (100 against 1000); reprieve: 3 protected: batch/report-1, batch/report-2, batch/scratch-a"
+    ), line
 
 
 def test_filter_and_prioritize_request(capsys, example_view):
@@ -502,5 +562,22 @@ def test_jobs_in_the_dump_decide_between_equal_victims(capsys, tmp_path):
     assert names(p["reprieve"]["victims"]) == ["batch/tolerant-x"]
     cost = row(result, "n1")["reprieve"]["cost"]
     assert (cost["jobs_failed"], cost["retries_burned"]) == (0, 0)
-    assert "n1: reprieve evicts batch/tolerant-x instead of batch/counting-x" in result["differences"]
+    # Stock's victim costed as reprieve's own: one Job failed, one retry burned; the Jobs decided.
+    assert (row(result, "n1")["stock"]["cost"]["jobs_failed"], row(result, "n1")["stock"]["cost"]["retries_burned"]) == (1, 1)
+    assert row(result, "n1")["decided_by"] == {"criterion": "Jobs failed", "field": "jobs_failed", "reprieve": 0, "stock": 1}
+    assert "n1: reprieve evicts batch/tolerant-x instead of batch/counting-x, decided by Jobs failed: 0 against 1" in result["differences"]
     assert result["input"]["loaded"]["left_out"] == 0  # the Jobs are read, not left out
+
+
+def test_the_docs_leaderworkerset_example_is_real_output(capsys):
+    # docs/explain.md, "What decided each difference": the head of this run, "..." for the rest.
+    command = "reprieve explain --snapshot examples/leaderworkerset.yaml --pod ml/trainer"
+    pasted = DOCS.read_text().split(f"$ {command}\n", 1)[1].split("\n```\n", 1)[0] + "\n"
+    head, _, rest = pasted.rpartition("...\n")
+    assert rest == "" and "decided by pods lost with broken gangs: 3 against 4" in flat(head)
+    code, out, _ = run(capsys, *command.split()[2:])
+    assert code == 0 and out.startswith(head)
+    result = report(capsys, *command.split()[2:])
+    gpu = row(result, "gpu-0")
+    assert (gpu["stock"]["cost"]["broken_gangs"], gpu["reprieve"]["cost"]["broken_gangs"]) == (1, 1)
+    assert gpu["decided_by"] == {"criterion": "pods lost with broken gangs", "field": "pods_lost_with_gangs", "reprieve": 3, "stock": 4}

@@ -1,6 +1,10 @@
 """Golden wire contract: for each verb and both nodeCacheCapable modes, the request bytes the
 scheduler sends and the exact answer reprieve gives on the example snapshot.
 
+A case may bring its own cluster (snapshot.yaml) and policy file (policy.yaml):
+preempt-cache-strict-budget is the empty answer a strict budget leaves (a 200 with no node,
+not an error, so that the scheduler does not go ahead with its own victims).
+
 Set REPRIEVE_UPDATE_GOLDEN=1 to rewrite the answers after a deliberate change, then review
 the diff: every answer is checked by hand once.
 """
@@ -13,6 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from extender import policy_file
 from extender.state import snapshot
 from extender.serving.app import create_app
 from extender.state.source import StaticCluster
@@ -27,7 +32,12 @@ def test_golden(example_view, case):
     # A case may bring the cluster it was captured on; otherwise it runs on the example snapshot.
     own = GOLDEN / case / "snapshot.yaml"
     view = snapshot.load(own) if own.exists() else example_view
-    client = create_app(Settings(), cluster=StaticCluster(view)).test_client()
+    # ... and the policy file it was decided under (none: Kubernetes rules only).
+    path = GOLDEN / case / "policy.yaml"
+    policy = policy_file.load(path) if path.exists() else policy_file.Policy(None)
+    client = create_app(
+        Settings(), cluster=StaticCluster(view), rules=policy.rules, order=policy.order, guards=policy.guards
+    ).test_client()
     request = (GOLDEN / case / "request.json").read_bytes()
     response = client.post("/" + case.split("-")[0], data=request, content_type="application/json")
     assert response.status_code == 200, response.data

@@ -235,6 +235,24 @@ def test_times_in_the_decision_log_are_iso_8601(client, example_view, caplog):
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", line["time"])
 
 
+def test_the_log_says_what_decided_against_the_scheduler_victims(client, example_view, caplog):
+    # The README's example: on node-a reprieve evicts the Burstable report-1 where the scheduler
+    # proposed the Guaranteed report-2; proposed report-1 itself, it agrees and says nothing more.
+    uid = {p.key: p.uid for p in example_view.pods.values()}
+    request = orjson.loads((REQUESTS / "preempt.json").read_bytes())
+    lines = {}
+    for proposed in ("batch/report-2", "batch/report-1"):
+        request["NodeNameToMetaVictims"] = {"node-a": {"Pods": [{"UID": uid[proposed]}], "NumPDBViolations": 0}}
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            assert client.post("/preempt", data=orjson.dumps(request)).status_code == 200
+        [record] = decision_lines(caplog)
+        lines[proposed] = orjson.loads(JsonFormatter().format(record))["nodes"]["node-a"]
+    assert lines["batch/report-2"]["victims"] == ["batch/report-1"]
+    assert lines["batch/report-2"]["against_proposed"] == "decided by Guaranteed victims: 0 against 1"
+    assert lines["batch/report-1"]["victims"] == ["batch/report-1"] and "against_proposed" not in lines["batch/report-1"]
+
+
 def pasted_lines(doc: str, msg: str) -> list[dict]:
     """The decision lines of ``msg`` pasted in a doc's json blocks (a wrapped line joined)."""
     text = (ROOT / "docs" / doc).read_text()

@@ -121,7 +121,9 @@ def test_bad_framing_and_oversized_bodies_are_answered_before_the_app(tmp_path):
 
 def test_requests_in_flight_at_sigterm_finish_and_readyz_fails_at_once(tmp_path):
     body = (REQUESTS / "preempt.json").read_bytes()
-    with serve(tmp_path, "--shutdown-delay", "2") as served:
+    # The request spans the 2 s delay: --http-timeout past it, or its answer would be dropped
+    # as one its caller had stopped waiting for (test_callers_gone.py).
+    with serve(tmp_path, "--shutdown-delay", "2", "--http-timeout", "10s") as served:
         expected = answers(served.base)["preempt"]
         in_flight = socket.create_connection(("127.0.0.1", served.port))
         in_flight.sendall(b"POST /preempt HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:100])

@@ -114,6 +114,7 @@ class Result:
     named_again: int
     preempted_again: int
     claims: list[str] = field(default_factory=list)
+    started: float = 0.0  # time.monotonic() just before the first preemptor's create call
 
     def summary(self) -> str:
         took = f"{self.seconds:.2f} s" if self.seconds is not None else "timed out"
@@ -149,14 +150,15 @@ def burst(
     shape: Shape,
     scheduler: str,
     *,
-    log: str | None = None,
+    log: str | tuple[str, ...] | None = None,
     labels: dict | None = None,
     reprieve_port: int | None = None,
     timeout: float = 60,
     during: Callable[[], None] | None = None,
 ) -> Result:
     """Prepare the nodes, send the wave through ``scheduler`` and measure it (``log``: the
-    scheduler's process name in the control plane, if not one of the two it always runs;
+    scheduler's process name in the control plane, if not one of the two it always runs, or the
+    names of several that schedule under one name, one after another (leader election);
     ``labels``: on fillers and preemptors alike; ``during``: called once the preemptors are
     created, with the wave under way and its clock running, as tests/e2e/test_faults.py
     injects its faults)."""
@@ -167,8 +169,8 @@ def burst(
         prepare(scenario, kube, shape, labels=labels, reprieve_port=reprieve_port)
         spec = scenario.pod_spec(cpu=str(shape.pod_cpu), priority=1000, scheduler=scheduler, grace=1)
         bodies = [_pod(scenario, f"preemptor-{k:02d}", {**PREEMPTOR, **labels}, spec) for k in range(shape.preemptors)]
-        scheduler_log = scenario.plane.work / f"{log or SCHEDULER_LOGS[scheduler]}.log"
-        mark = scheduler_log.stat().st_size
+        names = (log,) if isinstance(log, str) else log or (SCHEDULER_LOGS[scheduler],)
+        marks = {scenario.plane.work / f"{name}.log": (scenario.plane.work / f"{name}.log").stat().st_size for name in names}
         watch.start()
         started = _create_all(kube, scenario.ns, bodies)
         if during is not None:
@@ -181,8 +183,11 @@ def burst(
     distinct = shape.nodes * shape.fillers_per_node - sum(1 for p in fillers if not p["metadata"].get("deletionTimestamp"))
     victim = f'victim="{scenario.ns}/'
 
+    def logged() -> list[str]:
+        return [line for path, mark in marks.items() for line in _read(path, mark).splitlines()]
+
     def deletions_logged() -> bool:
-        return sum(1 for line in _read(scheduler_log, mark).splitlines() if DELETION_LINE in line and victim in line) >= distinct
+        return sum(1 for line in logged() if DELETION_LINE in line and victim in line) >= distinct
 
     # Only the scheduler deletes fillers, and it logs each deletion right after its DELETE
     # returned: let the log catch up with what the API server shows.
@@ -190,7 +195,7 @@ def burst(
         wait_for("the scheduler's log of its deletions", deletions_logged, timeout=5)
     except AssertionError:
         pass
-    lines = _read(scheduler_log, mark).splitlines()
+    lines = logged()
     preemptors = [m.group(1) for line in lines if PREEMPTION_LINE in line for m in [re.search(rf'pod="{re.escape(scenario.ns)}/([^"]+)"', line)] if m]
     bound = watch.bound_at()
     return Result(
@@ -205,6 +210,7 @@ def burst(
         named_again=sum(1 for line in lines if any(n in line for n in NAMED_AGAIN_LINES) and victim in line),
         preempted_again=sum(1 for name in set(preemptors) if preemptors.count(name) > 1),
         claims=[line for line in lines if CLAIMS in line],
+        started=started,
     )
 
 

@@ -1,5 +1,5 @@
 """The Helm chart (charts/reprieve) rendered by a real helm, built from the Go module proxy with
-the rest of the toolchain, and the raw manifests made from it.
+the rest of the toolchain, and the raw manifests made from it (and the alert rules copied from it).
 
     python -m tests.e2e.chart manifests   # rewrite manifests/ from the chart (`make manifests`)
 """
@@ -19,6 +19,7 @@ from tests.e2e.controlplane import ROOT, StartupError, build_toolchain
 
 CHART = ROOT / "charts" / "reprieve"
 MANIFESTS = ROOT / "manifests"
+ALERTS = CHART / "files" / "alerts.yaml"
 RELEASE = NAMESPACE = "reprieve"
 
 HEADER = """\
@@ -80,6 +81,7 @@ def manifests() -> dict[str, str]:
     return {
         "reprieve.yaml": HEADER + rendered,
         "scheduler-config.yaml": SCHEDULER_HEADER + scheduler_config_text(objects(rendered)),
+        "alerts.yaml": ALERTS.read_text(),  # the chart's PrometheusRule holds the same rules
     }
 
 

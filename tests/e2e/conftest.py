@@ -13,7 +13,7 @@ import uuid
 import pytest
 
 from tests.e2e.controlplane import ControlPlane, StartupError, build_toolchain
-from tests.e2e.faulted import FAULTS, reprieve_name
+from tests.e2e.faulted import reprieve_names
 from tests.e2e.lagged import DELAYS, LaggedPairs, scheduler_name
 from tests.e2e.scenario import Scenario
 
@@ -79,8 +79,8 @@ def pytest_runtest_makereport(item, call):
     plane = item.funcargs.get("plane") or getattr(item.funcargs.get("scenario"), "plane", None)
     if report.failed and plane is not None:
         # The others: test_shadow.py's, the lagged pairs' (tests/e2e/lagged.py) and the fault
-        # tests' (tests/e2e/faulted.py).
-        for name in ("reprieve", "reprieve-shadow", *(f"reprieve-{scheduler_name(d)}" for d in DELAYS), *map(reprieve_name, FAULTS)):
+        # tests' rigs (tests/e2e/faulted.py).
+        for name in ("reprieve", "reprieve-shadow", *(f"reprieve-{scheduler_name(d)}" for d in DELAYS), *reprieve_names()):
             decisions = [l for l in plane.log(name).splitlines() if '"logger":"reprieve.decisions"' in l]
             if decisions:
                 report.sections.append((f"{name} decisions (last 10)", "\n".join(decisions[-10:])))

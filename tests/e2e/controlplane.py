@@ -248,9 +248,14 @@ class ControlPlane:
         """Stop the apiserver abruptly (it would otherwise hold watches open while it drains)."""
         self.stop_process("kube-apiserver", grace=0.5)
 
-    def compact_etcd(self) -> int:
-        """Compact etcd at its current revision (through its JSON gateway); returns the revision."""
+    def compact_etcd(self, *, bump: bool = False) -> int:
+        """Compact etcd at its current revision (through its JSON gateway); returns the revision.
+        ``bump``: first write a key of etcd's own (outside the API's /registry), so that the
+        revision moves past every resourceVersion a client has seen even with the apiserver
+        down: each watch resumed from one of them must fail (410 Gone) and relist."""
+        import base64
         import json
+        import time as clock
         import urllib.request
 
         base = f"http://127.0.0.1:{self.ports['etcd']}/v3/kv"
@@ -260,6 +265,9 @@ class ControlPlane:
             with urllib.request.urlopen(request, timeout=10) as r:
                 return json.loads(r.read())
 
+        if bump:
+            key, value = (base64.b64encode(t.encode()).decode() for t in ("/reprieve-e2e/compaction", str(clock.time())))
+            post("put", {"key": key, "value": value})
         revision = int(post("range", {"key": "Lw=="})["header"]["revision"])  # key "/"
         post("compaction", {"revision": revision, "physical": True})
         return revision

@@ -1,4 +1,5 @@
-"""A loopback TCP relay the tests can cut or silence, to fault the connection reprieve watches over."""
+"""A loopback TCP relay the tests can cut, silence or shut, to fault the connection reprieve
+watches over, or the one the scheduler calls reprieve over (tests/e2e/faulted.py)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,29 @@ class Relay:
         self._conns: list[socket.socket] = []
         self._lock = threading.Lock()
         self._server = socket.create_server(("127.0.0.1", self.port))
-        threading.Thread(target=self._accept, daemon=True).start()
+        threading.Thread(target=self._accept, args=(self._server,), daemon=True).start()
 
-    def _accept(self) -> None:
+    def refuse(self) -> int:
+        """Stop listening (a connection is refused: ECONNREFUSED, as if nothing ran there) and
+        close the relayed connections; returns how many were open. ``listen`` undoes it."""
+        # shutdown() first: close() alone leaves the socket listening while the accept thread
+        # is blocked in accept() on it (Linux), and connections go on being accepted.
+        try:
+            self._server.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._server.close()
+        return self.cut()
+
+    def listen(self) -> None:
+        """Listen again on the same port, after ``refuse``."""
+        self._server = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self._accept, args=(self._server,), daemon=True).start()
+
+    def _accept(self, server: socket.socket) -> None:
         while True:
             try:
-                client, _ = self._server.accept()
+                client, _ = server.accept()
             except OSError:
                 return
             if not self.accepting:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from extender.cli import _parser
-from tests.e2e.chart import CHART, MANIFESTS, ROOT, helm, manifests, objects, scheduler_config_text, template
+from tests.e2e.chart import ALERTS, CHART, MANIFESTS, ROOT, helm, manifests, objects, scheduler_config_text, template
 from tests.e2e.controlplane import StartupError
 
 FULL = CHART / "ci" / "full-values.yaml"
@@ -119,6 +119,13 @@ def test_default_is_two_leader_elected_replicas_with_a_budget_and_loopback_verbs
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert reprieve[probe]["httpGet"]["port"] == "metrics", probe
     assert f["--mode"] == "enforce" and f["--events"] == "true" and "--policy" not in f
+    # reprieve knows how long the scheduler waits for it (a later preempt answer is not held).
+    assert f["--http-timeout"] == extender["httpTimeout"] == "2s"
+    # ... and its own pod, for the Event it records when it starts with preemptions under way.
+    assert {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in reprieve["env"]} == {
+        "REPRIEVE_POD_NAME": "metadata.name", "REPRIEVE_POD_NAMESPACE": "metadata.namespace", "REPRIEVE_POD_UID": "metadata.uid",
+    }
+    assert not [o for o in default if o["kind"] == "PrometheusRule"], "off unless asked for (it needs the operator's CRD)"
     assert not [o for o in default if o["kind"] in ("Certificate", "Secret")]
 
 
@@ -133,6 +140,7 @@ def test_every_full_value_lands_in_its_flag_or_field(full):
         "--log-level": "DEBUG",
         "--threads": "8",
         "--staleness-bound": "10",
+        "--http-timeout": "1s",
         "--policy": "/etc/reprieve/policy/policy.yaml",
         "--tls-cert-file": "/etc/reprieve/tls/tls.crt",
         "--tls-private-key-file": "/etc/reprieve/tls/tls.key",
@@ -207,6 +215,18 @@ def test_events_rbac_is_create_and_patch_on_events_only_when_events_are_on(event
     # No other role of the chart's own mentions events.
     own = [o for o in objs if o["kind"] in ("ClusterRole", "Role") and o is not role]
     assert not [r for o in own for r in o["rules"] if "events" in r["resources"]]
+
+
+def test_the_prometheus_rule_holds_the_alert_rules_file_with_its_labels():
+    objs = objects(template(sets=("prometheusRule.enabled=true", "prometheusRule.labels.release=prometheus")))
+    rule = one(objs, "PrometheusRule")
+    assert rule["apiVersion"] == "monitoring.coreos.com/v1" and rule["metadata"]["namespace"] == "reprieve"
+    assert rule["metadata"]["labels"]["release"] == "prometheus"
+    assert rule["metadata"]["labels"]["app.kubernetes.io/name"] == "reprieve"
+    assert rule["spec"] == yaml.safe_load(ALERTS.read_text()), "the rules as the file has them, alert templates unrendered"
+    alerts = {r["alert"] for g in rule["spec"]["groups"] for r in g["rules"]}
+    assert {"ReprieveNominatedTooLong", "ReprieveAnswersDropped", "ReprieveRestartedMidPreemption"} <= alerts
+    assert "{{ $labels.reason }}" in str(rule["spec"]), "Prometheus's templates reach it as they are"
 
 
 def test_cert_manager_variant_renders_a_certificate_for_the_mounted_secret():

@@ -32,7 +32,7 @@ def test_preemption_leaves_events_on_the_preemptor_and_its_victim(scenario, reco
     assert on_preemptor["reportingInstance"].startswith("reprieve-")
     assert on_preemptor["note"] == (
         f"On {n1}: 0 PDB violations; evicts the Burstable {ns}/burstable, "
-        f"not the Guaranteed {ns}/guaranteed stock would have taken."
+        f"not the Guaranteed {ns}/guaranteed stock would have taken (decided by Guaranteed victims: 0 against 1)."
     )
 
     on_victim = by_reason["ChosenForPreemption"]

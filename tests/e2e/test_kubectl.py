@@ -55,7 +55,7 @@ def names(victims) -> list[str]:
     return [v["name"] for v in victims]
 
 
-def test_kubectl_reprieve_explain_names_the_node_and_victims_reprieve_then_takes(staged, tmp_path):
+def test_kubectl_reprieve_explain_names_the_node_and_victims_reprieve_then_takes(staged, tmp_path, record_property):
     scenario, n1, n2 = staged
     ns, env = scenario.ns, plugin_env(scenario.plane, tmp_path)
 
@@ -72,11 +72,18 @@ def test_kubectl_reprieve_explain_names_the_node_and_victims_reprieve_then_takes
 
     # The same through kubectl's own plugin discovery, namespace by flag, as a table.
     assert "kubectl-reprieve" in run(["kubectl", "plugin", "list"], env)
-    table = " ".join(run(["kubectl", "reprieve", "explain", "urgent", "-n", ns], env).split())
+    printed = run(["kubectl", "reprieve", "explain", "urgent", "-n", ns], env)
+    record_property("table", printed)  # docs/explain.md pastes it
+    table = " ".join(printed.split())
     assert f"reprieve explain: {ns}/urgent (pod)" in table
     assert "live: context e2e (https://127.0.0.1:" in table
     assert f"Stock kube-scheduler: preempts on {n1}, evicting {ns}/guaranteed" in table
     assert f"reprieve: preempts on {n1}, evicting {ns}/burstable *" in table
+    assert (
+        f"* {n1}: reprieve evicts {ns}/burstable instead of {ns}/guaranteed, decided by Guaranteed victims: 0 against 1"
+    ) in table
+    row = next(r for r in report["nodes"] if r["name"] == n1)
+    assert row["decided_by"] == {"criterion": "Guaranteed victims", "field": "guaranteed", "reprieve": 0, "stock": 1}
 
     # What explain printed is what reprieve decides when the real scheduler asks.
     scenario.synced()

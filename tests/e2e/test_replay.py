@@ -124,6 +124,7 @@ def _replay(plane, scheduler: str) -> dict[str, int]:
             "jobs_failed": 0,  # no Job in the workload
             "broken_gangs": 0,
             "members_stranded": 0,  # no gang in the workload
+            "managed_pods_lost": 0,  # no Spark, Ray, LeaderWorkerSet or MPI pod in the workload
             "no_home": len(victims),  # every pod is bare: nothing re-creates a victim
             "retries_burned": 0,
             "cascade": 0,

@@ -87,6 +87,7 @@ def test_shadow_preemption_is_stock_and_the_disagreement_is_counted(scenario: Sc
     assert line["mode"] == "shadow" and line["changed"] is True and line["chosen"] == [n1]
     assert line["nodes"][n1]["proposed"] == [f"{scenario.ns}/guaranteed"]
     assert line["nodes"][n1]["victims"] == [f"{scenario.ns}/burstable"], "reprieve would have evicted the Burstable pod"
+    assert line["nodes"][n1]["against_proposed"] == "decided by Guaranteed victims: 0 against 1"
     shadow.check_every_call_answered()
 
     # --events shadow: one "would have" Event, on the preemptor only (none on the pods).
@@ -95,7 +96,7 @@ def test_shadow_preemption_is_stock_and_the_disagreement_is_counted(scenario: Sc
     assert event["reason"] == "ShadowPreemption" and event["regarding"]["name"] == "preemptor"
     assert event["note"] == (
         f"reprieve would have preempted on {n1}: 0 PDB violations; evicts the Burstable {ns}/burstable, "
-        f"not the Guaranteed {ns}/guaranteed the scheduler evicts."
+        f"not the Guaranteed {ns}/guaranteed the scheduler evicts (decided by Guaranteed victims: 0 against 1)."
     )
     time.sleep(1)
     assert len(reprieve_events(scenario.kube, ns)) == 1

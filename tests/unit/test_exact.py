@@ -49,8 +49,9 @@ def brute_force(search: exact.Search):
     return best
 
 
-# flag -> the gang a pod belongs to (see pods_on_a_node)
-GANGS = {2: ("g1", None), 3: ("g1", None), 4: ("g1", None), 5: ("g2", None)}
+# flag -> the gang a pod belongs to (see pods_on_a_node). g3's members carry their own minimums,
+# and disagree (Kueue's total count and LeaderWorkerSet's size are per pod).
+GANGS = {2: ("g1", None), 3: ("g1", None), 4: ("g1", None), 5: ("g2", None), 6: ("g3", 2), 7: ("g3", 3)}
 # The Jobs a pod may belong to (see pods_on_a_node): one victim fails "zero" and "fail"; "two"
 # survives one more (backoffLimit 2, 1 failed); "ignore" never fails; "indexed" fails an index
 # at its second victim (backoffLimitPerIndex 1; index 1 has failed once), the Job at its fourth.
@@ -68,12 +69,33 @@ pods_on_a_node = st.lists(
         st.sampled_from([G, B]),  # QoS when it requests something
         st.integers(0, 3),  # start
         st.sampled_from(["a", "b", "ab", ""]),  # budgets covering it ("ab": both, overlapping)
-        st.integers(0, 7),  # terminating when 0, opted out when 1; in gang g1 when 2-4, g2 when 5
+        st.integers(0, 9),  # terminating when 0, opted out when 1; in gang g1 when 2-4, g2 when 5, g3 when 6-7
         st.sampled_from(["", "", "zero", "two", "ignore", "fail", "indexed"]),  # its Job (JOBS)
     ),
     max_size=8,
 )
 
+
+# role -> the labels that make a pod part of an application with a manager (policy.apps): a
+# Spark application s (driver "d", executors "e"), a Ray cluster r (head "h", workers "w") and a
+# LeaderWorkerSet group lws-0 (leader "l", workers "m"), independent of the gangs above.
+ROLES = {
+    "": {},
+    "d": {"spark-role": "driver", "spark-app-selector": "s"},
+    "e": {"spark-role": "executor", "spark-app-selector": "s"},
+    "h": {"ray.io/node-type": "head", "ray.io/cluster": "r"},
+    "w": {"ray.io/node-type": "worker", "ray.io/cluster": "r"},
+    "l": {"leaderworkerset.sigs.k8s.io/name": "lws", "leaderworkerset.sigs.k8s.io/group-index": "0",
+          "leaderworkerset.sigs.k8s.io/worker-index": "0"},
+    "m": {"leaderworkerset.sigs.k8s.io/name": "lws", "leaderworkerset.sigs.k8s.io/group-index": "0",
+          "leaderworkerset.sigs.k8s.io/worker-index": "1"},
+}
+roles_on_a_node = st.lists(st.sampled_from(["", "", "", "d", "e", "e", "h", "w", "l", "m"]), min_size=8, max_size=8)
+# Pods of the same applications running elsewhere (on n2): the applications' running counts.
+ELSEWHERE = [
+    pod("far-e1", node="n2", cpu=1, labels=ROLES["e"]), pod("far-e2", node="n2", cpu=1, labels=ROLES["e"]),
+    pod("far-m", node="n2", cpu=1, labels=ROLES["m"]),
+]
 
 # Any order a policy may give (policy.ranking.Order): the search's bounds hold in each.
 orders = st.permutations(ranking.MOVABLE).map(ranking.Order)
@@ -82,45 +104,55 @@ orders = st.permutations(ranking.MOVABLE).map(ranking.Order)
 @settings(max_examples=1500, deadline=None)
 @given(
     running=pods_on_a_node, allowed=st.tuples(st.integers(0, 2), st.integers(0, 2)),
-    room=st.tuples(st.integers(0, 14), st.integers(0, 8)), order=orders,
+    room=st.tuples(st.integers(0, 14), st.integers(0, 8)), order=orders, roles=roles_on_a_node,
 )
 # Overlapping budgets: a branch that keeps a pod must keep the exact violation count of the
 # victims so far (a per-budget sum over-counts pods covered twice and pruned the cheapest set).
 @example(
     running=[(0, 0, 0, G, 0, "a", 0, ""), (0, 2, 0, G, 0, "a", 2, ""), (1, 1, 0, B, 0, "ab", 2, ""), (0, 0, 1, G, 0, "a", 2, ""),
              (0, 1, 0, G, 0, "a", 1, ""), (1, 0, 1, G, 0, "ab", 1, "")],
-    allowed=(0, 0), room=(3, 0), order=ranking.DEFAULT,
+    allowed=(0, 0), room=(3, 0), order=ranking.DEFAULT, roles=[""] * 8,
+)
+# Members of one gang with different minimums (g3: 2 and 3): the search counted the gang broken
+# once per class, each class by its own minimum, and pruned the cheapest set (2 broken gangs for
+# one); the ranking counted it by whichever member came last. One minimum per gang now.
+@example(
+    running=[(0, 0, 0, G, 0, "a", 6, ""), (0, 0, 0, G, 0, "a", 8, ""), (0, 1, 0, G, 1, "a", 6, ""), (0, 0, 1, G, 0, "a", 6, ""),
+             (0, 0, 1, G, 0, "a", 7, ""), (0, 1, 0, G, 1, "a", 8, "")],
+    allowed=(0, 0), room=(1, 0), order=ranking.DEFAULT, roles=[""] * 8,
 )
 # Pods alike but for their Jobs are not one class: one of p0 and p2 must go, and only "two"'s
 # (a retry left) fails no Job, whichever of them the class order would take first.
-@example(running=[(0, 2, 0, G, 0, "", 7, "zero"), (3, 0, 0, G, 0, "", 0, ""), (0, 2, 0, G, 0, "", 7, "two")],
-         allowed=(0, 0), room=(2, 0), order=ranking.DEFAULT)
-@example(running=[(0, 2, 0, G, 0, "", 7, "two"), (3, 0, 0, G, 0, "", 0, ""), (0, 2, 0, G, 0, "", 7, "zero")],
-         allowed=(0, 0), room=(2, 0), order=ranking.DEFAULT)
+@example(running=[(0, 2, 0, G, 0, "", 8, "zero"), (3, 0, 0, G, 0, "", 0, ""), (0, 2, 0, G, 0, "", 8, "two")],
+         allowed=(0, 0), room=(2, 0), order=ranking.DEFAULT, roles=[""] * 8)
+@example(running=[(0, 2, 0, G, 0, "", 8, "two"), (3, 0, 0, G, 0, "", 0, ""), (0, 2, 0, G, 0, "", 8, "zero")],
+         allowed=(0, 0), room=(2, 0), order=ranking.DEFAULT, roles=[""] * 8)
 # Two victims of "two" (one retry left) fail it, one does not: a running count one too high
 # would prune the set that takes one of them and a pod of "ignore".
-@example(running=[(0, 2, 0, G, 0, "", 7, "two"), (0, 2, 0, G, 0, "", 7, "two"), (0, 1, 0, G, 1, "", 7, "ignore"),
-                  (0, 1, 0, G, 1, "", 7, "ignore")],
-         allowed=(0, 0), room=(2, 0), order=ranking.DEFAULT)
-def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room, order):
+@example(running=[(0, 2, 0, G, 0, "", 8, "two"), (0, 2, 0, G, 0, "", 8, "two"), (0, 1, 0, G, 1, "", 8, "ignore"),
+                  (0, 1, 0, G, 1, "", 8, "ignore")],
+         allowed=(0, 0), room=(2, 0), order=ranking.DEFAULT, roles=[""] * 8)
+def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room, order, roles):
     pods = [
         pod(
             f"p{i}", node="n1", priority=prio, cpu=cpu, mem=mem, qos=qos if cpu or mem else BE, start=start,
-            labels={**({"a": "1"} if "a" in budgets else {}), **({"b": "1"} if "b" in budgets else {}), "id": str(i)},
+            labels={**({"a": "1"} if "a" in budgets else {}), **({"b": "1"} if "b" in budgets else {}), "id": str(i),
+                    **ROLES[role]},
             terminating=flag == 0, gang=GANGS.get(flag), job=owner or None,
             index=(i % 2, i % 2) if owner == "indexed" else None,
         )
-        for i, (prio, cpu, mem, qos, start, budgets, flag, owner) in enumerate(running)
+        for i, ((prio, cpu, mem, qos, start, budgets, flag, owner), role) in enumerate(zip(running, roles))
     ]
     budgets = [pdb("a", allowed=allowed[0], match={"a": "1"}), pdb("b", allowed=allowed[1], match={"b": "1"})]
-    v = view([node("n1", cpu=20)], pods, budgets, groups=[group("g1", 2 + allowed[1]), group("g2", 2)], jobs=JOBS)
+    v = view([node("n1", cpu=20), node("n2")], [*pods, *ELSEWHERE], budgets,
+             groups=[group("g1", 2 + allowed[1]), group("g2", 2)], jobs=JOBS)
     live = most_important_first(p for p in pods if not p.terminating)
     leaving = [p for p in pods if p.terminating]
     opted_out = {p.uid for p, (*_, flag, _) in zip(pods, running) if flag == 1}
     checked = ("cpu", "memory")
     space = {"cpu": room[0] * 1000, "memory": room[1] * 2**30}
     no_home = frozenset(p.uid for p in live if int(p.name[1:]) % 2)  # no home (policy.homes): odd ones
-    facts = Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home, stake_of=v.stake_of)
+    facts = Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home, app_of=v.app_of, stake_of=v.stake_of)
     search = exact.Search(space, checked, live, leaving, facts, order)
     expected = brute_force(search)
     found = exact.cheapest(search, beat=NOTHING)
@@ -140,10 +172,11 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
     opted = sum(p.uid in opted_out for p in found.victims)
     assert found.cost.detail(ranking.BROKEN_GANGS) == broken
     assert found.cost.detail(ranking.JOBS_FAILED) == jobs.failing(found.victims, v.stake_of)
-    facts = Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home, stake_of=v.stake_of)
+    facts = Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home, app_of=v.app_of, stake_of=v.stake_of)
     cost = order.cost(found.victims, facts)
     assert cost.key == found.key == reference_key(found.victims, facts, order)
     assert (cost.value(ranking.OPTED_OUT), cost.value(ranking.HOMELESS)) == (opted, homeless)
+    assert cost.detail(ranking.MANAGERS).lost == cost.value(ranking.MANAGERS)
     burned = sum(p.owner in BURNING for p in found.victims if not p.terminating)
     assert cost.value(ranking.RETRIES_BURNED) == burned
 

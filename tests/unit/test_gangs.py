@@ -94,15 +94,25 @@ def test_a_gang_below_its_minimum_is_not_whole_and_counts_as_independent_pods():
     assert gangs.count_broken(members, v.gang_of).count == 0
 
 
-def test_members_are_judged_by_their_own_counts_whoever_is_asked_first():
-    # Kueue's total count is per pod: two members disagreeing keep their own minimums.
+def test_members_that_disagree_on_the_minimum_make_one_gang_at_the_largest_whoever_is_asked_first():
+    # Kueue's total count is per pod (Kueue refuses a group whose pods disagree). Judged each by
+    # its own count, b (1) was independent while a and c (2) were a gang; and a set breaking the
+    # gang counted it by whichever member came last. One gang per key, at the largest count.
     a = pod("a", node="n1", gang=("g", 2))
     b = pod("b", node="n1", gang=("g", 1))
-    c = pod("c", node="n1", gang=("g", 2))
-    for first in (a, b):
+    c = pod("c", node="n1", gang=("g", 3))
+    for first in (a, b, c):
         v = view([node("n1")], [a, b, c])
         v.gang_of(first)
-        assert v.gang_of(a).minimum == 2 and v.gang_of(b) is None  # b's minimum 1: no gang
+        assert {v.gang_of(p) for p in (a, b, c)} == {v.gang_of(first)}
+        g = v.gang_of(first)
+        assert (g.running, g.minimum, g.spare) == (3, 3, 0)
+    # Counted the same whatever the victims' order: one broken gang.
+    v = view([node("n1")], [a, b, c])
+    assert gangs.count_broken([a, b], v.gang_of).count == gangs.count_broken([b, a], v.gang_of).count == 1
+    # The largest count is more than runs: the gang is not whole, nothing breaks it.
+    v = view([node("n1")], [a, b, pod("d", node="n1", gang=("g", 4))])
+    assert v.gang_of(a) is None
 
 
 def test_counting_broken_gangs_skips_terminating_victims_and_spares():

@@ -10,6 +10,7 @@ import yaml
 from extender import policy_file
 from extender.errors import ConfigError
 from policy import ranking
+from policy.guards import MinimumRuntime, StrictBudgets
 from policy.tenancy import OptOut, Preemption
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +45,8 @@ def test_ranking_alone_orders_the_ranking_and_turns_on_no_rule():
     assert policy.rules is None
     assert policy.order.names[:4] == ("opted-out victims", "PDB violations", "victims", "Jobs failed")
     assert policy.order.names[-1] == ranking.START.name
-    assert sorted(policy.order.names) == sorted(c.name for c in ranking.CANONICAL)
+    # Every criterion but the strict budgets' (first only where strictBudgets is on).
+    assert sorted(policy.order.names) == sorted(c.name for c in ranking.CANONICAL if c is not ranking.STRICT_BUDGETS)
     # With rules too, both.
     both = policy_file.parse({"ranking": ["victims"], "protectedNamespaces": []})
     assert both.rules is not None and both.rules.protected_namespaces == frozenset()
@@ -112,3 +114,63 @@ def test_unreadable_and_non_yaml_files(tmp_path):
     bad.write_bytes(b"queues: [\xff]")
     with pytest.raises(ConfigError, match="not YAML"):
         policy_file.load(bad)
+
+
+# strictBudgets and minimumRuntime (policy.guards).
+
+ISSUE_29 = """
+strictBudgets:            # PDBs that preemption never violates
+  namespaces: [kafka]
+  priorityClasses: [critical-data]
+minimumRuntime:           # pods that preemption leaves alone until they have run this long
+- priorityClasses: [batch-low]
+  namespaces: []
+  duration: 10m
+"""
+
+
+def test_the_guards_in_the_issues_own_syntax_turn_on_no_queue_rule():
+    policy = policy_file.parse(yaml.safe_load(ISSUE_29))
+    assert policy.rules is None  # no queue, no protected namespace: only these keys
+    guards = policy.guards
+    assert guards.strict == StrictBudgets(frozenset({"kafka"}), frozenset({"critical-data"}))
+    assert guards.runtime == (MinimumRuntime(600.0, frozenset(), frozenset({"batch-low"}), 0),)
+    # The strict budgets' violations come first of all; the rest is the default order.
+    assert policy.order.names == ("strict budget violations", *ranking.DEFAULT.names)
+    # With a ranking too, both; with queue rules too, all three.
+    ordered = policy_file.parse({"ranking": ["victims"], "strictBudgets": {}})
+    assert ordered.rules is None and ordered.order.names[:3] == ("strict budget violations", "opted-out victims", "victims")
+    assert ordered.guards.strict.every
+    queues = policy_file.parse({"queues": [{"name": "a", "namespaces": ["a"]}], "minimumRuntime": [{"duration": "1h"}]})
+    assert queues.rules is not None and queues.guards.runtime[0].duration == 3600
+    assert queues.order == ranking.DEFAULT  # minimumRuntime alone does not touch the order
+
+
+def test_either_list_may_be_left_out():
+    policy = policy_file.parse({"strictBudgets": {"priorityClasses": ["x"]}, "minimumRuntime": [{"namespaces": ["n"], "duration": "90s"}]})
+    assert policy.guards.strict == StrictBudgets(frozenset(), frozenset({"x"}))
+    assert policy.guards.runtime[0] == MinimumRuntime(90.0, frozenset({"n"}), frozenset(), 0)
+    assert policy_file.parse({"minimumRuntime": []}).guards is None  # no rule at all
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        pytest.param("strictBudgets: {namespace: [kafka]}", "strictBudgets.namespace: unknown field (did you mean namespaces?)", id="typo"),
+        pytest.param("strictBudgets: {namespaces: kafka}", "strictBudgets.namespaces: Input should be a valid list", id="not-a-list"),
+        pytest.param("strictBudgets:", "strictBudgets: empty: name namespaces and/or priorityClasses, or write {} to make every PodDisruptionBudget strict", id="null"),
+        pytest.param("strictBudgets: [kafka]", "strictBudgets: ['kafka'] is not a mapping", id="a-list"),
+        pytest.param("minimumRuntime: {duration: 10m}", "minimumRuntime: Input should be a valid list", id="not-a-list-of-rules"),
+        pytest.param("minimumRuntime: [{duration: 10}]", "minimumRuntime[0].duration: 10 is not a duration such as 30s or 5m (units ms, s, m, h; 1m30s combines them): write the unit, as in 10s", id="bare-number"),
+        pytest.param("minimumRuntime: [{duration: ten}]", "minimumRuntime[0].duration: 'ten' is not a duration", id="bad-duration"),
+        pytest.param("minimumRuntime: [{duration: 5m}, {duration: 0s}]", "minimumRuntime[1].duration: 0s protects no pod", id="zero"),
+        pytest.param("minimumRuntime: [{namespaces: [a]}]", "minimumRuntime[0].duration: Field required", id="no-duration"),
+        pytest.param("minimumRuntime: [{duration: 5m, priorityClass: [x]}]", "minimumRuntime[0].priorityClass: unknown field (did you mean priorityClasses?)", id="typo-in-rule"),
+        pytest.param("minimumRuntime: [{duration: 5m, namespaces: [1]}]", "minimumRuntime[0].namespaces.0: Input should be a valid string", id="not-a-string"),
+    ],
+)
+def test_guard_mistakes_name_the_key(text, message):
+    with pytest.raises(ConfigError) as caught:
+        policy_file.parse(yaml.safe_load(text) or {}, source="p.yaml")
+    assert message in str(caught.value), str(caught.value)
+    assert str(caught.value).startswith("policy p.yaml: ")

@@ -5,11 +5,14 @@ would pick among the same proposals (nominations, budgets, gangs with members el
 with and without retries left, terminating and BestEffort pods, pod-count limits).
 
 With a multi-tenant policy there is no such guarantee: its rules protect pods stock would
-take, so reprieve may need costlier victims or no node at all (docs/policy.md)."""
+take, so reprieve may need costlier victims or no node at all (docs/policy.md). With strict
+budgets (policy.guards), which stock does not see, reprieve's victims on a node violate none
+and cost no more than stock's by the strict order, or no set can keep them and the node is
+dropped."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from policy import homes, preempt, ranking, stock
@@ -25,7 +28,9 @@ G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
 def both(v, preemptor, name="n1", order=ranking.DEFAULT):
     info = v.nodes[name]
     reservations = v.reservations(name, pod=preemptor)
-    choosing = Choosing(preemptor, v.budgets_covering, gang_of=v.gang_of, order=order, homes=homes.of(v), stake_of=v.stake_of)
+    choosing = Choosing(
+        preemptor, v.budgets_covering, gang_of=v.gang_of, order=order, homes=homes.of(v), app_of=v.app_of, stake_of=v.stake_of,
+    )
     mine = select_victims(node=info, choosing=choosing, reservations=reservations)
     theirs = stock.select_victims(node=info, preemptor=preemptor, reservations=reservations, budgets_of=v.budgets_covering)
     return mine, theirs
@@ -42,11 +47,19 @@ JOB_OF = (None, "zero", "two", "ignore", "fail")
 
 
 def members_elsewhere(elsewhere):
-    """Running members of gangs g1 and g2 on a node not offered (their spare depends on them)."""
+    """Running members of gangs g1 and g2 on a node not offered (their spare depends on them),
+    and two executors of Spark application s (ROLES)."""
     return [
-        pod(f"{g}-far{k}", node="far", priority=9, cpu=1, gang=(g, None))
-        for g, count in zip(("g1", "g2"), elsewhere) for k in range(count)
+        *(pod(f"{g}-far{k}", node="far", priority=9, cpu=1, gang=(g, None))
+          for g, count in zip(("g1", "g2"), elsewhere) for k in range(count)),
+        *(pod(f"s-far{k}", node="far", priority=9, cpu=1, labels=ROLES[2]) for k in range(2)),
     ]
+
+
+# An application with a manager (policy.apps), by index: none, Spark application s's driver or
+# executor, Ray cluster r's head.
+ROLES = ({}, {"spark-role": "driver", "spark-app-selector": "s"}, {"spark-role": "executor", "spark-app-selector": "s"},
+         {"ray.io/node-type": "head", "ray.io/cluster": "r"})
 
 
 def test_reprieve_evicts_the_priority_0_pod_stock_evicts():
@@ -80,6 +93,7 @@ running_pods = st.lists(
         st.booleans(),  # under the budget
         st.integers(0, 9),  # terminating when 0
         st.integers(0, 2),  # gang: none, g1, g2
+        st.integers(0, 3),  # its role in an application with a manager (ROLES)
         st.integers(0, 4),  # its Job (JOB_OF)
     ),
     max_size=9,
@@ -107,10 +121,10 @@ def test_reprieve_never_costs_more_than_stock_on_a_node(
     pods = [
         pod(
             f"p{i}", node="n1", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
-            labels={"app": "a"} if budgeted else {"app": f"x{i}"}, terminating=term == 0,
+            labels={"app": "a" if budgeted else f"x{i}", **ROLES[role]}, terminating=term == 0,
             gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4], job=JOB_OF[owner],
         )
-        for i, (prio, cpu, qos, start, budgeted, term, gang, owner) in enumerate(running)
+        for i, (prio, cpu, qos, start, budgeted, term, gang, role, owner) in enumerate(running)
     ]
     if held:
         pods.append(pod("held", cpu=held, priority=preemptor_priority, nominated="n1"))
@@ -141,6 +155,7 @@ cluster_pods = st.lists(
         st.integers(0, 2),  # budget: none, a, b
         st.integers(0, 9),  # terminating when 0
         st.integers(0, 2),  # gang: none, g1, g2
+        st.integers(0, 3),  # its role in an application with a manager (ROLES)
         st.integers(0, 4),  # its Job (JOB_OF)
     ),
     max_size=14,
@@ -169,10 +184,10 @@ def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
     pods = [
         pod(
             f"p{i}", node=f"n{n}", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
-            labels={"app": ("x", "a", "b")[budget], "id": str(i)}, terminating=term == 0,
+            labels={"app": ("x", "a", "b")[budget], "id": str(i), **ROLES[role]}, terminating=term == 0,
             gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4], job=JOB_OF[owner],
         )
-        for i, (n, prio, cpu, qos, start, budget, term, gang, owner) in enumerate(running)
+        for i, (n, prio, cpu, qos, start, budget, term, gang, role, owner) in enumerate(running)
     ]
     pods += members_elsewhere(elsewhere)
     pods += [pod(f"nom{i}", cpu=cpu, priority=prio, nominated=f"n{n}") for i, (n, cpu, prio) in enumerate(nominations)]
@@ -194,3 +209,108 @@ def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
     (offered,) = decision.answer
     outcome = next(o for o in decision.outcomes if o.node == offered)
     assert cost_key(outcome.victims, v, node=offered) <= cost_key(theirs, v, node=dry.pick.chosen), (offered, dry.pick.chosen)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    running=cluster_pods,
+    allowed=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    need=st.integers(1, 10),
+    preemptor_priority=st.integers(1, 7),
+    sizes=st.tuples(st.integers(4, 12), st.integers(4, 12), st.integers(4, 12)),
+    minimums=gang_minimums,
+    elsewhere=gang_elsewhere,
+    order=st.permutations(ranking.MOVABLE).map(ranking.Order),
+)
+def test_stocks_victims_are_costed_as_reprieves_own_and_never_cheaper(
+    running, allowed, need, preemptor_priority, sizes, minimums, elsewhere, order
+):
+    # What explain shows on stock's side (NodeOutcome.proposed_cost): the scheduler's victims
+    # on each node costed by the decision's order and facts, exactly as the independent key of
+    # tests/builders costs them; and on every node reprieve solved, its own victims cost no more.
+    pods = [
+        pod(
+            f"p{i}", node=f"n{n}", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
+            labels={"app": ("x", "a", "b")[budget], "id": str(i), **ROLES[role]}, terminating=term == 0,
+            gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4], job=JOB_OF[owner],
+        )
+        for i, (n, prio, cpu, qos, start, budget, term, gang, role, owner) in enumerate(running)
+    ]
+    pods += members_elsewhere(elsewhere)
+    nodes = [node(f"n{i}", cpu=size) for i, size in enumerate(sizes)]
+    budgets = [pdb("a", allowed=allowed[0], match={"app": "a"}), pdb("b", allowed=allowed[1], match={"app": "b"})]
+    v = view(nodes, pods, budgets, groups=[group("g1", minimums[0]), group("g2", minimums[1])], jobs=JOBS)
+    preemptor = pod("pre", cpu=need, priority=preemptor_priority)
+    dry = stock.decide(view=v, preemptor=preemptor, node_names=[n.name for n in nodes])
+    decision = preempt.decide(view=v, preemptor=preemptor, proposals=dry.proposals, exhaustive=True, order=order)
+    for outcome in decision.outcomes:
+        theirs = dry.nodes[outcome.node].victims
+        assert outcome.proposed_cost is not None, outcome
+        assert outcome.proposed_cost.key == cost_key(theirs, v, order, node=outcome.node)
+        if outcome.cost is not None:
+            assert outcome.cost.key <= outcome.proposed_cost.key, (outcome.node, outcome.reasons)
+
+
+# ------------------------------------------------------------------ strict budgets (policy.guards)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    running=st.lists(
+        st.tuples(
+            st.integers(0, 6),  # priority
+            st.integers(0, 6),  # cpu
+            st.sampled_from([G, B]),  # QoS when the pod requests cpu (BestEffort otherwise)
+            st.integers(0, 50),  # start
+            st.integers(0, 2),  # budget: none, a (strict: namespace kafka), b (not strict)
+            st.integers(0, 9),  # terminating when 0
+        ),
+        max_size=9,
+    ),
+    allowed=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    need=st.integers(1, 8),
+    preemptor_priority=st.integers(1, 7),
+    order=st.permutations(ranking.MOVABLE).map(ranking.Order),
+)
+def test_with_strict_budgets_reprieve_violates_none_where_stock_need_not(running, allowed, need, preemptor_priority, order):
+    # Stock does not see strict budgets. On a node, reprieve's victims violate none, and by the
+    # strict order cost no more than stock's; or no set does (stock's victims violate one too)
+    # and the node is dropped (Cause.STRICT_BUDGET).
+    from policy.criteria import Facts
+    from policy.guards import Guards, StrictBudgets
+    from policy.pdb import count_violations
+    from policy.victims import NodeRejected
+
+    pods = [
+        pod(
+            f"p{i}", node="n1", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
+            ns="kafka" if budget == 1 else "default", labels={"app": ("x", "a", "b")[budget], "id": str(i)},
+            terminating=term == 0, kind=KINDS[i % 4],
+        )
+        for i, (prio, cpu, qos, start, budget, term) in enumerate(running)
+    ]
+    budgets = [pdb("a", allowed=allowed[0], match={"app": "a"}, ns="kafka"), pdb("b", allowed=allowed[1], match={"app": "b"})]
+    v = view([node("n1", cpu=12)], pods, budgets)
+    strict_of = Guards(strict=StrictBudgets(namespaces=frozenset({"kafka"}))).strict_of(v.budgets_covering, v)
+    strict = order.with_strict()
+    preemptor = pod("pre", cpu=need, priority=preemptor_priority)
+    where = homes.of(v)
+    choosing = Choosing(preemptor, v.budgets_covering, order=strict, homes=where, strict_of=strict_of)
+    mine = select_victims(node=v.nodes["n1"], choosing=choosing)
+    theirs = stock.select_victims(node=v.nodes["n1"], preemptor=preemptor, reservations=(), budgets_of=v.budgets_covering)
+    if not isinstance(theirs, stock.Victims):
+        return
+    if isinstance(mine, NodeRejected):
+        event("the node dropped for a strict budget")
+        assert mine.cause is Cause.STRICT_BUDGET, mine
+        assert count_violations(theirs.victims, strict_of).count > 0
+        return
+    assert count_violations(mine.victims, strict_of).count == 0
+    if count_violations(theirs.victims, strict_of).count:
+        event("stock violates a strict budget reprieve keeps")
+
+    def key(victims):
+        no_home = frozenset(p.uid for p in victims if where.home(p, excluding="n1") is None)
+        return strict.cost(victims, Facts(v.budgets_covering, v.gang_of, no_home=no_home, strict_of=strict_of)).key
+
+    assert key(mine.victims) <= key(theirs.victims), ([p.name for p in mine.victims], [p.name for p in theirs.victims])

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from policy import homes, ranking
+from policy.causes import Cause
+from policy.guards import Guards, StrictBudgets
 from policy.jobs import OnDisruption
 from policy.criteria import Facts
 from policy.model import PriorityClass
@@ -18,14 +20,19 @@ KEEP = PriorityClass("keep", 0, annotations={Rules().opt_out_annotation: "false"
 LOWEST = -(2**31)  # the lowest priority a pod can have (int32)
 
 
+# A Spark application's driver and executors (policy.apps), by role.
+SPARK = {role: {"spark-role": role, "spark-app-selector": "etl"} for role in ("driver", "executor")}
+
+
 def outcome(decision, name):
     return next(o for o in decision.outcomes if o.node == name)
 
 
-def row(name, cluster, preemptor, chosen, rules=None):
+def row(name, cluster, preemptor, chosen, rules=None, guards=None):
     """A row of test_node_ranking: ``chosen`` offered of n1 and n2 in ``cluster``, ``name``
-    (a Criterion.name) deciding."""
-    return pytest.param(name, cluster, preemptor, rules, chosen, id=name)
+    (a Criterion.name) deciding. With ``guards`` (policy.guards) the other node is dropped,
+    not outranked: a strict budget is never violated."""
+    return pytest.param(name, cluster, preemptor, rules, chosen, guards, id=name)
 
 
 def criterion_named(reason: str) -> ranking.Criterion | None:
@@ -39,6 +46,16 @@ def criterion_named(reason: str) -> ranking.Criterion | None:
 # criterion before it and differ on it. Nodes have 10 cpu unless a row says otherwise; the
 # preemptor has priority 10.
 ROWS = [
+    row(
+        # n1: 1 strict budget violation (kafka/k allows none), n2: 0 (its budget is not strict);
+        # 1 PDB violation each, and n1's victim has the lower priority (1 < 5), which would make
+        # n1 the choice without the rule.
+        "strict budget violations",
+        view([node("n1"), node("n2")],
+             [pod("k", node="n1", priority=1, cpu=10, ns="kafka"), pod("b", node="n2", priority=5, cpu=10)],
+             [pdb("k", allowed=0, match={"app": "k"}, ns="kafka"), pdb("b", allowed=0, match={"app": "b"})]),
+        pod("pre", priority=10, cpu=10), "n2", guards=Guards(strict=StrictBudgets(namespaces=frozenset({"kafka"}))),
+    ),
     row(
         # n1: 1 opted-out victim, n2: 0; n2's victim has the higher priority (5 > 0), which
         # comes later.
@@ -91,6 +108,17 @@ ROWS = [
         # n1: most important victim at priority 5, n2: at 1; no budget, no gang.
         "highest victim priority",
         view([node("n1"), node("n2")], [pod("a", node="n1", priority=5, cpu=10), pod("b", node="n2", priority=1, cpu=10)]),
+        pod("pre", priority=10, cpu=10), "n2",
+    ),
+    row(
+        # n1: its one pod is the Burstable driver of Spark application etl, whose 3 executors run
+        # on n3: evicting it loses 4 pods. n2: a lone Guaranteed pod, which would lose the
+        # Guaranteed count that comes later (1 > 0). Priority 1 everywhere; no budget, no gang.
+        "pods lost with their managers",
+        view([node("n1"), node("n2"), node("n3")],
+             [pod("driver", node="n1", priority=1, cpu=10, labels=SPARK["driver"]),
+              *(pod(f"exec-{i}", node="n3", priority=1, cpu=1, labels=SPARK["executor"]) for i in range(3)),
+              pod("g", node="n2", priority=1, cpu=10, qos=G)]),
         pod("pre", priority=10, cpu=10), "n2",
     ),
     row(
@@ -170,17 +198,23 @@ ROWS = [
 ]
 
 
-@pytest.mark.parametrize("name, v, preemptor, rules, chosen", ROWS)
-def test_node_ranking(name, v, preemptor, rules, chosen):
+@pytest.mark.parametrize("name, v, preemptor, rules, chosen, guards", ROWS)
+def test_node_ranking(name, v, preemptor, rules, chosen, guards):
     proposals = scheduler_proposals(v, preemptor, nodes=["n1", "n2"])
     assert set(proposals) == {"n1", "n2"}  # both are candidates, as the scheduler sees them
     [other] = {"n1", "n2"} - {chosen}
-    exhaustive = decide(view=v, preemptor=preemptor, proposals=proposals, rules=rules, exhaustive=True)
+    exhaustive = decide(view=v, preemptor=preemptor, proposals=proposals, rules=rules, exhaustive=True, guards=guards)
     # Solving only the nodes that can still win (policy.bounds) gives the same answer.
-    fast = decide(view=v, preemptor=preemptor, proposals=proposals, rules=rules)
+    fast = decide(view=v, preemptor=preemptor, proposals=proposals, rules=rules, guards=guards)
     for decision in (exhaustive, fast):
         assert list(decision.answer) == [chosen], decision.reasons
         loser = outcome(decision, other)
+        if guards is not None:  # a strict budget's violation drops the node: never offered
+            assert (loser.verdict, loser.cause) == (Verdict.DROPPED, Cause.STRICT_BUDGET), loser.reasons
+            assert "strict PodDisruptionBudget" in loser.reasons[0]
+            # Without the rule the other node wins: the criterion decided.
+            assert list(decide(view=v, preemptor=preemptor, proposals=proposals, rules=rules).answer) == [other]
+            continue
         assert loser.verdict is Verdict.OUTRANKED
         assert getattr(criterion_named(loser.reasons[-1]), "name", None) == name, loser.reasons
     # ... and the same reasons (an exact tie of the node offered is not solved, so not reported).
@@ -188,7 +222,7 @@ def test_node_ranking(name, v, preemptor, rules, chosen):
     # The chosen node's cost is its victims' key, criterion by criterion (tests.builders.reference_key).
     won, where = outcome(exhaustive, chosen), homes.of(v)
     no_home = frozenset(p.uid for p in won.victims if where.home(p, excluding=chosen) is None)  # none opted out
-    facts = Facts(v.budgets_covering, v.gang_of, no_home=no_home, stake_of=v.stake_of)
+    facts = Facts(v.budgets_covering, v.gang_of, no_home=no_home, app_of=v.app_of, stake_of=v.stake_of)
     assert won.cost.key == reference_key(won.victims, facts, won.cost.layout)
 
 

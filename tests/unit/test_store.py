@@ -57,12 +57,19 @@ def record(kind, i, spec):
         bound, nominated, priority, cpu, app, mem = spec
         return pod(
             f"p{i}", node=bound, nominated=None if bound else nominated, priority=priority, cpu=cpu, mem=mem, ns=pod_ns(i),
-            labels={"app": app}, gang={"a": (app, 2), "b": (app, None)}.get(app),  # b: its group object's minimum
+            labels={"app": app, **_spark(i, app)}, gang={"a": (app, 2), "b": (app, None)}.get(app),  # b: its group object's minimum
         )
     if kind == "nodes":
         return node(NODES[i], cpu=spec)
     app, allowed, ns = spec
     return pdb(f"b{i}", allowed=allowed, match={"app": app}, ns=ns)
+
+
+def _spark(i: int, app: str) -> dict[str, str]:
+    """App c's pods are a Spark application (policy.apps): pod 0 its driver, the rest executors."""
+    if app != "c":
+        return {}
+    return {"spark-app-selector": app, "spark-role": "driver" if i == 0 else "executor"}
 
 
 def pod_ns(i: int) -> str:
@@ -93,6 +100,8 @@ def digest(view: ClusterView) -> dict:
         "gang_members": {k: sorted(p.uid for p in ps) for k, ps in view.gang_members.items() if ps},
         "group_minimums": dict(view.group_minimums),
         "gangs": {p.uid: view.gang_of(p) for p in view.pods.values()},
+        "app_members": {k: sorted(p.uid for p in ps) for k, ps in view.app_members.items() if ps},
+        "apps": {p.uid: view.app_of(p) for p in view.pods.values()},
     }
 
 

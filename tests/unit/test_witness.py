@@ -93,7 +93,8 @@ def test_events_on_the_preemptor_and_the_victim_once_the_view_shows_the_preempti
     on_preemptor, on_victim = recorded.events
     assert (on_preemptor.reason, on_preemptor.regarding.name, on_preemptor.related.name) == ("Preempting", "checkout", "n1")
     assert on_preemptor.note == (
-        "On n1: 0 PDB violations; evicts the Burstable batch/burstable, not the Guaranteed batch/guaranteed stock would have taken."
+        "On n1: 0 PDB violations; evicts the Burstable batch/burstable, not the Guaranteed batch/guaranteed stock would have taken "
+        "(decided by Guaranteed victims: 0 against 1)."
     )
     assert (on_victim.reason, on_victim.regarding.uid, on_victim.related.uid) == (
         "ChosenForPreemption", burstable.uid, preemptor.uid
@@ -264,6 +265,34 @@ def test_the_notes_say_which_pods_stay_for_their_jobs_and_which_jobs_fail():
     ), recorded.events[0].note
 
 
+def test_the_notes_name_the_manager_that_stays_and_the_application_a_victim_ends():
+    # n1 (4 cpu): a Spark driver whose 3 executors run on n2, and a lone pod, 2 cpu each,
+    # priority 1, the driver the younger (the scheduler's proposal takes it). The preemptor needs
+    # 2 cpu: the lone pod goes, and the note says why the driver stays.
+    spark = {"spark-app-selector": "etl-1"}
+    driver = pod("driver", ns="etl", node="n1", cpu=2, priority=1, start=200, labels={**spark, "spark-role": "driver"})
+    lone = pod("lone", ns="etl", node="n1", cpu=2, priority=1, start=100)
+    executors = [pod(f"exec-{i}", ns="etl", node="n2", cpu=1, priority=1, labels={**spark, "spark-role": "executor"})
+                 for i in range(3)]
+    preemptor = pod("checkout", ns="shop", cpu=2, priority=10)
+    v = view([node("n1", cpu=4), node("n2", cpu=3)], [driver, lone, *executors, preemptor])
+    w, recorded, _ = witness()
+    decision = answer(w, v, preemptor, [driver])
+    assert [p.name for p in decision.outcomes[0].victims] == ["lone"]
+    w.check(carried_out(v, preemptor, lone))
+    note = recorded.events[1].note
+    assert "chosen over the pods that stay: etl/driver (it manages 3 running pod(s) of Spark application etl/etl-1)" in note, note
+
+    # Alone on a 2-cpu node, the driver must go: the preemptor's note says what it ends.
+    v = view([node("n1", cpu=2), node("n2", cpu=3)], [driver, *executors, preemptor])
+    w, recorded, _ = witness()
+    answer(w, v, preemptor, [driver])
+    w.check(carried_out(v, preemptor, driver))
+    assert recorded.events[0].note.startswith(
+        "On n1: ends Spark application etl/etl-1 (4 running pod(s)); 0 PDB violations; evicts the Burstable etl/driver"
+    ), recorded.events[0].note
+
+
 @pytest.mark.parametrize(
     "order, victim, why",
     [
@@ -312,7 +341,7 @@ def test_shadow_mode_records_one_would_have_event_only_with_events_shadow():
     assert (event.reason, event.regarding.name) == ("ShadowPreemption", "checkout")
     assert event.note == (
         "reprieve would have preempted on n1: 0 PDB violations; evicts the Burstable batch/burstable, "
-        "not the Guaranteed batch/guaranteed the scheduler evicts."
+        "not the Guaranteed batch/guaranteed the scheduler evicts (decided by Guaranteed victims: 0 against 1)."
     )
 
 
@@ -356,7 +385,7 @@ def test_the_preempt_verb_hands_its_answer_to_the_witness(example_view):
     ]
     assert recorded.events[0].note == (
         "On node-a: 0 PDB violations; evicts the Burstable batch/report-1, not the Guaranteed batch/report-2 "
-        "stock would have taken. Not node-b: not solved: cannot beat node-a: PDB violations at least 1 there vs 0."
+        "stock would have taken (decided by Guaranteed victims: 0 against 1). Not node-b: not solved: cannot beat node-a: PDB violations at least 1 there vs 0."
     )
 
 
@@ -437,3 +466,89 @@ def test_a_gang_member_its_gang_can_spare_stays_for_its_own_reasons():
     w.check(carried_out(v, preemptor, low))
     note = recorded.events[1].note
     assert "(higher priority 5)" in note and "a member of gang" not in note, note
+
+
+def test_a_pod_the_guards_leave_pending_is_told_why_at_once():
+    # Both nodes' only victims are Kafka brokers behind a budget allowing none, which the
+    # policy makes strict: no node is offered, and the preemptor gets a Warning Event at once
+    # (nothing will be carried out to wait for). Without the guards nothing is recorded.
+    from extender.events.recorder import WARNING
+    from policy.guards import Guards, StrictBudgets
+
+    brokers = [pod(f"b{i}", ns="kafka", node=f"n{i}", cpu=4, priority=1, labels={"app": "b"}) for i in (1, 2)]
+    preemptor = pod("urgent", ns="shop", cpu=4, priority=10)
+    v = view([node("n1", cpu=4), node("n2", cpu=4)], [*brokers, preemptor], [pdb("b", allowed=0, match={"app": "b"}, ns="kafka")])
+    proposals = {b.node_name: Proposal((b.uid,), 1) for b in brokers}
+    guards = Guards(strict=StrictBudgets(namespaces=frozenset({"kafka"})))
+    w, recorded, _ = witness()
+    decision = decide(view=v, preemptor=preemptor, proposals=proposals, guards=guards)
+    assert decision.answer == {}
+    w.answered(v, preemptor, proposals, decision)
+    [event] = recorded.events
+    assert (event.reason, event.type, event.regarding.uid, event.related) == ("PreemptionBlocked", WARNING, preemptor.uid, None)
+    assert event.note == (
+        "Not preempting, the pod stays pending: no candidate node can make room for the pod without violating a strict "
+        "PodDisruptionBudget: n1: every victim set that makes room here violates strict PodDisruptionBudget kafka/b: "
+        "the pods it may take within their allowance free too little (short of cpu=4); n2: every victim set that "
+        "makes room here violates strict PodDisruptionBudget kafka/b: the pods it may take within their allowance "
+        "free too little (short of cpu=4)."
+    )
+    assert len(w) == 0  # nothing awaited
+    plain = decide(view=v, preemptor=preemptor, proposals=proposals)
+    w2, recorded2, _ = witness()
+    w2.answered(v, preemptor, proposals, plain)
+    assert recorded2.events == [] and len(w2) == 1  # an answer, awaited as ever
+    # No node for another reason (only a higher-priority pod there): no Event.
+    full = view([node("n1", cpu=4)], [pod("x", node="n1", cpu=4, priority=20), preemptor])
+    empty = {"n1": Proposal((), 0)}
+    nothing = decide(view=full, preemptor=preemptor, proposals=empty, guards=guards)
+    w3, recorded3, _ = witness()
+    w3.answered(full, preemptor, empty, nothing)
+    assert nothing.answer == {} and recorded3.events == []
+
+
+def test_an_answer_whose_caller_has_gone_is_said_on_the_preemptor_and_its_earlier_events_dropped():
+    v, preemptor, burstable, guaranteed = scene()
+    w, recorded, _ = witness()
+    answer(w, v, preemptor, [guaranteed])
+    assert len(w) == 1
+    w.dropped(preemptor, "n1", 1, "connection closed")
+    [event] = recorded.events
+    assert (event.reason, event.type, event.regarding.uid, event.related.name) == ("PreemptAnswerDropped", "Warning", preemptor.uid, "n1")
+    assert event.note == (
+        "reprieve's answer (on n1, 1 victim) came after the scheduler had stopped waiting (connection closed): "
+        "not held for this pod. The scheduler went on without reprieve for this attempt."
+    )
+    assert len(w) == 0, "the earlier answer's Events are no longer awaited"
+    w.check(carried_out(v, preemptor, burstable))
+    assert len(recorded.events) == 1
+
+
+def test_starting_mid_preemption_is_said_on_reprieves_own_pod():
+    from extender.events.recorder import Ref
+    from extender.state.preemptions import UnderWay
+
+    w, recorded, _ = witness()
+    own = Ref("Pod", "reprieve-scheduler-abc", "reprieve", "uid-own")
+    w.started(UnderWay(0, 0), own)
+    w.started(UnderWay(3, 2), None)  # outside a pod: nowhere to say it
+    assert recorded.events == []
+    w.started(UnderWay(3, 2), own)
+    [event] = recorded.events
+    assert (event.reason, event.regarding, event.type) == ("StartedMidPreemption", own, "Normal")
+    assert event.note == (
+        "Started with 3 pods nominated to a node and 2 victims terminating for a preemption: their room is held "
+        "and their victims counted from the cluster; answers an earlier reprieve held in flight are gone."
+    )
+
+
+@pytest.mark.parametrize("mode, events", [(Mode.SHADOW, Events.SHADOW), (Mode.ENFORCE, Events.OFF)])
+def test_neither_is_said_in_shadow_mode_or_with_events_off(mode, events):
+    from extender.events.recorder import Ref
+    from extender.state.preemptions import UnderWay
+
+    v, preemptor, _, _ = scene()
+    w, recorded, _ = witness(mode, events)
+    w.dropped(preemptor, "n1", 1, "past httpTimeout")
+    w.started(UnderWay(1, 1), Ref("Pod", "r", "ns", "u"))
+    assert recorded.events == []

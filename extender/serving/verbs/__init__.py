@@ -21,6 +21,7 @@ from extender.state.ledger import Ledger
 from extender.state.standings import Standings
 from policy.causes import Refusal
 from policy import ranking
+from policy.guards import Guards
 from policy.model import Pod
 from policy.view import ClusterView
 
@@ -40,11 +41,19 @@ class Context:
     events: Witness | None = None  # preempt answers to record Events about (extender.events)
     order: ranking.Order = ranking.DEFAULT  # the ranking's order (the --policy file's)
     stall: Stall | None = None  # extender.stall: was the process just stopped or starved?
+    guards: Guards | None = None  # strictBudgets and minimumRuntime (the --policy file's: policy.guards)
+    # Why the caller no longer waits for this answer ("connection closed", "past httpTimeout"),
+    # or None while it may (extender.serving.app); None: nothing to tell (tests, other servers).
+    caller_gone: Callable[[], str | None] | None = None
 
     def stalled(self) -> bool:
         """The process was stopped or starved just now (a decision made before may rest on a
         view that misses what the scheduler did meanwhile: extender.stall)."""
         return self.stall is not None and self.stall.recent()
+
+    def gone(self) -> str | None:
+        """Why the caller has gone (see ``caller_gone``); None: it may still be waiting."""
+        return self.caller_gone() if self.caller_gone is not None else None
 
     @property
     def shadow(self) -> bool:

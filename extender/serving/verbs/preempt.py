@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
 from collections.abc import Mapping
@@ -13,8 +14,11 @@ from extender.state import translate
 from extender.metrics import priority_band
 from extender.serving.verbs import Context
 from policy.causes import Cause, Refusal
+from policy.model import Pod
 from policy.preempt import NodeOutcome, PreemptDecision, Proposal, Verdict, decide
 from policy.view import ClusterView
+
+_log = logging.getLogger("reprieve")
 
 
 def handle(body: bytes, ctx: Context) -> bytes:
@@ -32,19 +36,24 @@ def handle(body: bytes, ctx: Context) -> bytes:
         in_flight=ctx.ledger.in_flight(ctx.view, asking=preemptor),
         now=time.time(),
         order=ctx.order,
+        guards=ctx.guards,
     )
     if ctx.stalled():  # stopped while deciding: the view may miss what the scheduler did meanwhile
         return ctx.not_ready("preempt", lambda: _answer(proposals))
-    if not ctx.shadow:  # in shadow mode the scheduler evicts its own victims: nothing is in flight
-        if decision.answer:
+    # In shadow mode the scheduler evicts its own victims: nothing is in flight, nothing to drop.
+    gone = ctx.gone() if decision.answer and not ctx.shadow else None
+    if not ctx.shadow:
+        if decision.answer and not gone:
             (node,) = decision.answer
             chosen = next(o for o in decision.outcomes if o.node == node)
             shown_at = ctx.view.revision if preemptor.uid in ctx.view.pods else None
             ctx.ledger.record(preemptor, node, chosen.victims, decided_at=ctx.view.revision, shown_at=shown_at)
-        else:
+        else:  # no node, or no caller: the scheduler asked again and got nothing from reprieve
             ctx.ledger.forget(preemptor)
 
-    if ctx.events is not None:
+    if gone:
+        _dropped(ctx, preemptor, decision, gone)
+    elif ctx.events is not None:
         ctx.events.answered(ctx.view, preemptor, proposals, decision)
     _count(ctx, proposals, decision)
     ctx.decided(
@@ -55,13 +64,28 @@ def handle(body: bytes, ctx: Context) -> bytes:
         changed=_differs(proposals, decision.answer),
         notable=True,
         fallbacks=[o.cause.value for o in decision.outcomes if _fell_back(o)],
-        details=lambda: _details(ctx.view, proposals, decision),
+        details=lambda: _details(ctx.view, proposals, decision) | ({"dropped": gone} if gone else {}),
     )
-    if ctx.shadow:
+    if ctx.shadow or gone:
         return _answer(proposals)
     if decision.defers:
         raise Unanswerable(times.readable(decision.reasons[0]))
     return _answer(decision.answer)
+
+
+def _dropped(ctx: Context, preemptor: Pod, decision: PreemptDecision, why: str) -> None:
+    """The answer's caller has gone: the scheduler went on without it (``ignorable``), so it
+    is not held in flight (its victims were never promised, its room never taken), and the
+    scheduler's own proposal is what goes back, should anyone still read it. Counted, logged,
+    and said on the preemptor."""
+    (node,) = decision.answer
+    ctx.metrics.answers_dropped.labels("preempt", why).inc()
+    _log.warning(
+        "preempt answer for %s (node %s, %d victim(s)) not held in flight: its caller has gone (%s)",
+        preemptor.key, node, len(decision.answer[node].uids), why,
+    )
+    if ctx.events is not None:
+        ctx.events.dropped(preemptor, node, len(decision.answer[node].uids), why)
 
 
 def _fell_back(outcome: NodeOutcome) -> bool:
@@ -124,6 +148,9 @@ def _details(view: ClusterView, proposals: Mapping[str, Proposal], decision: Pre
             entry["pdb_violations"] = None if o.cause is Cause.NOT_SOLVED else o.violations.count
         entry["proposed"] = proposed(name)
         entry["proposed_pdb_violations"] = proposals[name].num_pdb_violations
+        if o is not None and o.cost is not None and o.proposed_cost is not None:
+            # policy.preempt costs the proposal on the node offered where reprieve's victims differ.
+            entry["against_proposed"] = times.readable(o.cost.decided_by(o.proposed_cost))
         if o is not None:
             entry["reasons"] = [times.readable(r) for r in o.reasons]
         nodes[name] = entry
