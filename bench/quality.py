@@ -41,14 +41,16 @@ tests/e2e/test_replay.py runs the same workload through the real `default-schedu
 The generated workloads are harder: pods of priority 0-5 in all QoS classes, PDBs allowing
 0-2 disruptions, about one app in three a gang (a Kueue pod group needing all its running
 members, spread over the nodes), about two in five of the others a Spark application or a Ray
-cluster (a driver or head whose loss ends the rest: policy/apps.py), and preemptors of
-priority 6-10 that also preempt each other.
+cluster (a driver or head whose loss ends the rest: policy/apps.py), about one app in two that
+is not a gang a Job's (every Job with a backoffLimit of 0-6, some retries spent, two in five
+ignoring DisruptionTarget), and preemptors of priority 6-10 that also preempt each other.
 Per decision reprieve never costs more than stock by its own ranking
 (tests/unit/test_preempt_vs_stock.py), but over a whole replay the two clusters drift apart and the
 totals go either way (the last section counts how often). Summed over the workloads reprieve is
-at or below stock on every row: fewer PDB violations, broken gangs (budgets rank first, gangs
-next: docs/policy.md has the other orders measured), pods lost with their managers, Guaranteed
-victims, victims with no home (policy/homes.py) and pods left pending. On some workloads it ends with more PDB violations
+at or below stock on every row: fewer PDB violations, Jobs failed and retries burned
+(policy/jobs.py), broken gangs (budgets rank first, gangs next: docs/policy.md has the other
+orders measured), pods lost with their managers, Guaranteed victims, victims with no home
+(policy/homes.py) and pods left pending. On some workloads it ends with more PDB violations
 than stock: its violation-free choices may spend budget allowance that stock's left for a later
 preemption
 (tests/unit/test_replay.py checks every decision along reprieve's replay against stock's on the

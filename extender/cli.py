@@ -55,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
         "--snapshot",
         metavar="PATH",
         default=env("REPRIEVE_SNAPSHOT"),
-        help="cluster dump to decide from (kubectl get nodes,pods,pdb,priorityclasses -A -o yaml); env REPRIEVE_SNAPSHOT",
+        help="cluster dump to decide from (kubectl get nodes,pods,pdb,priorityclasses,jobs -A -o yaml); env REPRIEVE_SNAPSHOT",
     )
     source.add_argument("--kubeconfig", metavar="PATH", help="watch the cluster this kubeconfig points at")
     source.add_argument("--in-cluster", action="store_true", help="watch the cluster reprieve runs in (service account)")

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from policy.apps import AppMark
 from policy.gangs import GangMark
+from policy.jobs import JobIndex
 from policy.labels import Selector
 from policy.placement import BARE, Placement, Taint
 from policy.qos import QoS
@@ -68,6 +69,8 @@ class Pod:
     # controller.kubernetes.io/pod-deletion-cost: what its owner says losing it costs (0 unset or
     # invalid, as the ReplicaSet controller reads it)
     deletion_cost: int = 0
+    # An Indexed Job's pod: its completion index and the index's failures so far (policy.jobs)
+    job_index: JobIndex | None = None
 
     @property
     def key(self) -> str:

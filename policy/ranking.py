@@ -31,11 +31,13 @@ from policy.criteria import (
     CANONICAL,
     GUARANTEED,
     HOMELESS,
+    JOBS_FAILED,
     MANAGERS,
     MOVABLE,
     OPTED_OUT,
     PDB_VIOLATIONS,
     PRIORITY_SUM,
+    RETRIES_BURNED,
     START,
     STRICT_BUDGETS,
     TOP_PRIORITY,
@@ -51,9 +53,9 @@ from policy.model import Pod
 
 # The criteria by name, with the rest of the ranking's vocabulary.
 __all__ = [
-    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "DEFAULT", "DELETION_COST", "GANG_WORK", "GUARANTEED", "HOMELESS", "MANAGERS", "MOVABLE", "OPTED_OUT",
-    "PDB_VIOLATIONS", "PRIORITY_SUM", "SHIFT", "START", "STRICT_BUDGETS", "TOP_PRIORITY", "VICTIMS", "Cost", "Criterion", "Facts",
-    "FULL", "Kind", "Layout", "Order", "Reach", "Unit", "best",
+    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "DEFAULT", "DELETION_COST", "GANG_WORK", "GUARANTEED", "HOMELESS", "JOBS_FAILED", "MANAGERS",
+    "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PRIORITY_SUM", "RETRIES_BURNED", "SHIFT", "START", "STRICT_BUDGETS", "TOP_PRIORITY", "VICTIMS", "Cost",
+    "Criterion", "Facts", "FULL", "Kind", "Layout", "Order", "Reach", "Unit", "best",
 ]
 
 class Layout:

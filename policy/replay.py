@@ -16,7 +16,8 @@ the victims:
 
 With ``replace``, a victim owned by a controller (``Pod.owner``) comes back as a pending
 replacement appended to the queue (same namespace, labels, requests, priority and owner;
-name and UID suffixed ``-r``), so that one preemption's cascade shows. The queue is walked
+name and UID suffixed ``-r``), so that one preemption's cascade shows; but not a victim whose
+Job (or index) the preemption failed: a failed Job makes no more pods. The queue is walked
 once: a pod that can neither be placed nor preempt stays pending (the real scheduler retries
 it later; the replay counts it as left pending). Each victim's priority is below its
 preemptor's, so cascades end.
@@ -24,6 +25,9 @@ preemptor's, so cascades end.
 PodDisruptionBudgets are kept current as the disruption controller keeps them: each budget's
 desired healthy count is fixed at the start (covered bound pods minus ``disruptions_allowed``)
 and after every step ``disruptions_allowed`` is the covered bound pods minus that, at least 0.
+Jobs are kept current as the Job controller keeps them (policy.jobs.spend): each victim it
+counts adds a failure, and a budget exhausted fails the index or the Job. A failed Job's other
+pods keep running here (the controller would delete them, freeing room neither side chose).
 
 Everything is deterministic; the measures are documented on ``Totals`` (and in
 docs/simulate.md).
@@ -36,7 +40,7 @@ import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from policy import apps, gangs, homes, ranking, scoring, stock
+from policy import apps, gangs, homes, jobs, ranking, scoring, stock
 from policy.criteria import gang_work
 from policy.guards import Guards
 from policy.model import DisruptionBudget, Pod
@@ -142,6 +146,8 @@ class Step:
     broken_gangs: tuple[str, ...] = ()  # keys of the gangs its victims broke (policy.gangs)
     stranded: int = 0  # running members of those gangs left behind, their work lost (policy.criteria.gang_work)
     managed_lost: int = 0  # running pods left behind by the managers its victims include (policy.apps)
+    jobs_failed: tuple[str, ...] = ()  # the Jobs and indexes its victims failed (policy.jobs.Budget keys)
+    retries_burned: int = 0  # its victims whose Job counted their eviction (policy.jobs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +160,7 @@ class Totals:
     preemptions: int  # pods bound by preempting (each counted once)
     victims: int  # live pods removed by those preemptions
     pdb_violations: int  # victims that took a budget below zero (policy.pdb.count_violations, per preemption)
+    jobs_failed: int  # distinct Jobs (or indexes, with backoffLimitPerIndex) whose retries the victims exhausted
     broken_gangs: int  # distinct gangs that lost more running members than they could spare
     members_stranded: int  # running members of the broken gangs not evicted: idle, their work lost
     managed_pods_lost: int  # running pods of the applications whose managers were evicted, not evicted themselves
@@ -164,6 +171,7 @@ class Totals:
     # them elsewhere (bare pods: gone for good; DaemonSet and static pods), or their replacement
     # fits on no node but the preempted one, as the cluster stood
     no_home: int
+    retries_burned: int  # victims whose Job counted their eviction as a failure (not ignored, not unowned)
     cascade: int  # the deepest replacement that preempted (0: no replacement preempted)
     pending: int  # pods (replacements included) left unbound
 
@@ -171,6 +179,7 @@ class Totals:
         "preemptions",
         "victims",
         "pdb_violations",
+        "jobs_failed",
         "broken_gangs",
         "members_stranded",
         "managed_pods_lost",
@@ -178,6 +187,7 @@ class Totals:
         "burstable_victims",
         "priority_loss",
         "no_home",
+        "retries_burned",
         "cascade",
         "pending",
     )
@@ -236,13 +246,15 @@ def replay(
         managed_lost = apps.ended(live, current.app_of).stranded
         where = homes.of(current)
         no_home = tuple(v.key for v in live if where.home(v, excluding=choice.node) is None)
+        failed = tuple(b.key for b in jobs.failing(live, current.stake_of))
+        burned = sum(jobs.burns(v, current.stake_of) for v in live)
         cluster.apply(pod, choice.node, choice.victims)
         removed.extend(live)
         if replace:
-            queue.extend((_replacement(v), depth + 1) for v in live if v.owner is not None)
+            queue.extend((r, depth + 1) for v in live if (r := cluster.replacement(v, current.stake_of(v))) is not None)
         steps.append(
             Step(pod.key, depth, choice.node, tuple(v.key for v in live), violations, no_home, choice.why, broken, stranded,
-                 managed_lost)
+                 managed_lost=managed_lost, jobs_failed=failed, retries_burned=burned)
         )
     return Run(side, tuple(steps), _totals(steps, removed, floor), cluster.view)
 
@@ -271,6 +283,8 @@ def _totals(steps: list[Step], victims: list[Pod], floor: int) -> Totals:
         preemptions=len(preempting),
         victims=len(victims),
         pdb_violations=sum(s.pdb_violations for s in steps),
+        # A Job or index failed once stays failed: counted once.
+        jobs_failed=len({key for s in steps for key in s.jobs_failed}),
         # A gang broken once stays broken (its running members below the minimum): counted once.
         broken_gangs=len({key for s in steps for key in s.broken_gangs}),
         members_stranded=sum(s.stranded for s in steps),
@@ -279,13 +293,15 @@ def _totals(steps: list[Step], victims: list[Pod], floor: int) -> Totals:
         burstable_victims=sum(v.qos == QoS.BURSTABLE for v in victims),
         priority_loss=sum(v.priority - floor + 1 for v in victims),
         no_home=sum(len(s.no_home) for s in steps),
+        retries_burned=sum(s.retries_burned for s in steps),
         cascade=max((s.depth for s in preempting), default=0),
         pending=sum(s.node is None for s in steps),
     )
 
 
-def _replacement(victim: Pod) -> Pod:
-    """What the victim's controller creates in its place: a new pending pod like it."""
+def _replacement(victim: Pod, index: jobs.JobIndex | None) -> Pod:
+    """What the victim's controller creates in its place: a new pending pod like it (with
+    ``index``: its Job's index and failures)."""
     return dataclasses.replace(
         victim,
         uid=f"{victim.uid}-r",
@@ -296,6 +312,7 @@ def _replacement(victim: Pod) -> Pod:
         created=None,
         terminating=False,
         bound_at=None,
+        job_index=index,
     )
 
 
@@ -307,6 +324,7 @@ class _Cluster:
         self._pods = dict(view.pods)
         self._classes = tuple(view.priority_classes.values())
         self._groups = tuple(view.group_minimums.values())
+        self._jobs = dict(view.jobs)
         budgets = [b for bs in view.budgets.values() for b in bs]
         # The disruption controller's desired healthy count, fixed at the start.
         self._desired = {b.key: self._healthy(b) - b.disruptions_allowed for b in budgets}
@@ -319,6 +337,7 @@ class _Cluster:
         )
 
     def apply(self, pod: Pod, node: str, victims: Sequence[Pod]) -> None:
+        self._jobs.update(jobs.spend(self._jobs, victims, self.view.stake_of))
         for victim in victims:
             self._pods.pop(victim.uid, None)
         self._pods[pod.uid] = dataclasses.replace(pod, node_name=node, nominated_node_name=None)
@@ -328,5 +347,20 @@ class _Cluster:
         ]
         self.view = ClusterView.build(
             nodes=self._nodes, pods=self._pods.values(), budgets=self._budgets, priority_classes=self._classes,
-            group_minimums=self._groups,
+            group_minimums=self._groups, jobs=self._jobs.values(),
         )
+
+    def replacement(self, victim: Pod, stake: jobs.Stake | None) -> Pod | None:
+        """What the victim's controller creates in its place, if anything (after ``apply``; its
+        ``stake`` as it was before): nothing for a bare pod, nor where its Job, or its index,
+        has failed; a failure more on the index where its Job counted it."""
+        if victim.owner is None:
+            return None
+        index = victim.job_index
+        if stake is not None:
+            job = self._jobs.get(stake.job.uid, stake.job)
+            if job.finished or (stake.index is not None and job.index_failed(stake.index)):
+                return None
+            if index is not None and stake.counts:
+                index = jobs.JobIndex(index.index, index.failures + 1)
+        return _replacement(victim, index)

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from policy import apps, exact, gangs, ranking, resources
+from policy import apps, exact, gangs, jobs, ranking, resources
 from policy.causes import Cause
 from policy.criteria import Facts
 from policy.homes import NONE_HOMELESS, Homeless, Homes, homeless
@@ -38,6 +38,7 @@ class Choosing:
     inside: Inside | None = None  # why a pod is inside its minimum runtime (policy.guards)
     strict_of: BudgetsOf | None = None  # the strict budgets covering a pod (policy.guards)
     app_of: apps.AppOf | None = None  # applications with a manager (policy.apps)
+    stake_of: jobs.StakeOf | None = None  # what evicting a pod costs its Job (policy.jobs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +92,8 @@ def select_victims(
     3. Reprieve: add potential victims back one at a time while the preemptor still fits,
        members of gangs that cannot spare them first (policy.gangs.protected),
        PDB-protected pods first (policy.pdb.protected), pods with no home elsewhere first
-       (policy.homes), then the rest, each group most important first (see
+       (policy.homes), pods whose Job counts their eviction first (policy.jobs), then the
+       rest, each group most important first (see
        policy.importance). Terminating pods are never reprieved: they are
        leaving anyway and cost nothing to name. A BestEffort pod requests no cpu or memory,
        so it is only ever a victim when the node's pod-count limit is what blocks.
@@ -231,7 +233,10 @@ def _attempt(
     first = frozenset(p.uid for p in spare_first)
     homes = choosing.homes
     no_home = frozenset(p.uid for p in live if homes.home(p, excluding=node.name) is None) if homes else frozenset()
-    facts = Facts(choosing.budgets_of, choosing.gang_of, first, no_home, choosing.app_of, strict_of=choosing.strict_of)
+    facts = Facts(
+        choosing.budgets_of, choosing.gang_of, first, no_home,
+        app_of=choosing.app_of, strict_of=choosing.strict_of, stake_of=choosing.stake_of,
+    )
     greedy = _orders(live, [p for p in candidates if p.terminating], facts, checked)
     best = _best_reprieve(exact.Search(room, checked, live, leaving, facts, choosing.order), greedy, here, choosing.screen)
     # Law 2 over the whole set: if the reprieve takes too much from some queue, choose again,
@@ -333,6 +338,7 @@ def _selection(
     broken = best.cost.detail(ranking.BROKEN_GANGS)
     if broken.count:
         reasons.append(broken.describe())
+    reasons.extend(jobs.reasons(victims, choosing.stake_of, best.cost.detail(ranking.JOBS_FAILED)))
     whole = gangs.kept_whole(candidates, victims, choosing.gang_of)
     if whole:
         reasons.append("takes no more than it can spare from " + "; ".join(g.describe() for g in whole))
@@ -416,7 +422,9 @@ def _orders(
     every order but upstream's, tried before the plain ones (the ranking's order decides
     between a broken gang and what keeping it costs, policy.ranking). Where
     some candidates have no home (``facts.no_home``), one more order keeps them first; where
-    some manage an application (policy.apps), one more keeps them first.
+    some manage an application (policy.apps), one more keeps them first; where some candidates'
+    Jobs would fail, or count their eviction (policy.jobs), one more keeps those first (each:
+    _job_orders).
     """
     first, no_home, budgets_of = facts.opted_out, facts.no_home, facts.budgets_of
     in_gangs = gangs.protected(live, facts.gang_of) if ganged else frozenset()
@@ -449,11 +457,25 @@ def _orders(
     managing = frozenset(p.uid for p in live if apps.manages(p, facts.app_of) is not None)
     if managing and len(managing) < len(live):
         orders.append((lambda p: (p.uid not in first, p.uid not in managing), frozenset(), live))
+    for kept in _job_orders(live, facts):
+        orders.append((lambda p, kept=kept: (p.uid not in first, p.uid not in kept), frozenset(), live))
     if protected:
         size = _sizes(live, checked)
         orders.append((lambda p: (p.uid not in first, p.uid not in protected, size[p.uid]), protected, live))
     orders.append((lambda p: (p.uid not in first, p.uid not in upstream, more_important(p)), upstream, everyone))
     return orders
+
+
+def _job_orders(live: Sequence[Pod], facts: Facts) -> list[frozenset[str]]:
+    """The pods to keep first in an order of their own (policy.jobs): those whose eviction alone
+    fails their Job or index, then all whose Job counts their eviction; each only where it is
+    some of the candidates but not all, and not the same as the one before."""
+    if facts.stake_of is None:
+        return []
+    stakes = [(p.uid, facts.stake_of(p)) for p in live]
+    failing = frozenset(uid for uid, s in stakes if s is not None and s.fails_alone() is not None)
+    burning = frozenset(uid for uid, s in stakes if s is not None and s.counts)
+    return [kept for kept in dict.fromkeys((failing, burning)) if kept and len(kept) < len(live)]
 
 
 def _sizes(live: Sequence[Pod], checked: Sequence[str]) -> dict[str, float]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from policy import apps, gangs, resources
+from policy.jobs import Job, Stake, stake
 from policy.model import DisruptionBudget, Node, Pod, PriorityClass
 from policy.resources import Vector
 
@@ -106,6 +107,7 @@ class ClusterView:
     group_minimums: Mapping[str, gangs.GroupMinimum] = field(default_factory=dict)
     # Applications with a manager (policy.apps): key -> every pod that carries it.
     app_members: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)
+    jobs: Mapping[str, Job] = field(default_factory=dict)  # Jobs by UID (policy.jobs)
     # Per-node summaries that do not depend on the pod being decided (see summary()):
     # what -> node name -> summary, computed on first use and kept for the view's lifetime.
     memo: dict[tuple, dict[str, object]] = field(default_factory=dict, compare=False, repr=False)
@@ -119,6 +121,8 @@ class ClusterView:
     # policy.homes.Homes of this view, made on first use (policy.homes.of): never carried over,
     # and not an init field, so that a view made with dataclasses.replace starts without it.
     _homes: dict[str, object] = field(default_factory=dict, init=False, compare=False, repr=False)
+    # (owner UID, job index) -> policy.jobs.Stake (or None), computed on first use (stake_of): never carried over.
+    _stakes: dict[tuple, Stake | None] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @classmethod
     def build(
@@ -129,6 +133,7 @@ class ClusterView:
         budgets: Iterable[DisruptionBudget] = (),
         priority_classes: Iterable[PriorityClass] = (),
         group_minimums: Iterable[gangs.GroupMinimum] = (),
+        jobs: Iterable[Job] = (),
     ) -> "ClusterView":
         pods = tuple(pods)
         in_gang: dict[str, list[Pod]] = defaultdict(list)
@@ -167,6 +172,7 @@ class ClusterView:
             gang_members={key: tuple(ps) for key, ps in in_gang.items()},
             group_minimums={g.key: g for g in group_minimums},
             app_members={key: tuple(ps) for key, ps in in_app.items()},
+            jobs={j.uid: j for j in jobs},
         )
 
     def summary(self, what: tuple, compute: Callable[[NodeInfo, tuple], object]) -> Callable[[str], object]:
@@ -276,4 +282,16 @@ class ClusterView:
         found = cache.get(mark.key, _UNSEEN)
         if found is _UNSEEN:
             found = cache[mark.key] = apps.app(self.app_members.get(mark.key, ()))
+        return found
+
+    def stake_of(self, pod: Pod) -> Stake | None:
+        """What evicting ``pod`` costs the Job that controls it (policy.jobs.stake), or None."""
+        if pod.owner is None or not self.jobs:
+            return None
+        cache = self._stakes
+        key = (pod.owner, pod.job_index)
+        found = cache.get(key, _UNSEEN)
+        if found is _UNSEEN:
+            job = self.jobs.get(pod.owner)
+            found = cache[key] = None if job is None else stake(job, pod.job_index)
         return found

@@ -6,11 +6,14 @@ two thirds of them belong to a controller (a ReplicaSet per app) and come back w
 with ``--replace``. Every app whose pods may be disrupted has a PodDisruptionBudget allowing
 0, 1 or 2 disruptions, or none. About one app in three is a gang instead (a training job: its
 running Guaranteed and Burstable pods, spread over the nodes, are a Kueue pod group that needs
-every one of them, owned by a Job); they are drawn last, so that the rest of a seed's workload
-is what it was before gangs were generated. After them, about two apps in five of the others
-become an application with a manager (policy.apps), by their labels only: a Spark application
-(one of its running pods the driver, the rest executors) or a Ray cluster (a head and workers),
-alternately. A few pending pods (priority 8) are nominated to a node and
+every one of them, owned by a Job); they are drawn after the rest, so that the rest of a seed's
+workload is what it was before gangs were generated. After them, about two apps in five of the
+others become an application with a manager (policy.apps), by their labels only: a Spark
+application (one of its running pods the driver, the rest executors) or a Ray cluster (a head
+and workers), alternately. Last, about one other app in two that is not a gang is a Job's instead
+of a ReplicaSet's; every Job (the gangs' too) has a ``backoffLimit`` of 0, 1, 2 or 6, some of
+its retries already spent, and in two cases of five a podFailurePolicy that ignores
+DisruptionTarget (policy.jobs). A few pending pods (priority 8) are nominated to a node and
 hold room there. The pending pods are higher-priority preemptors (priorities 6-10, 1-6 cpu,
 Guaranteed or Burstable), one per ``pending``; about one node per four of them at ``pressure``
 1.0, fewer at a higher one.
@@ -26,6 +29,7 @@ from typing import Protocol
 
 from policy import apps as managed
 from policy import gangs
+from policy.jobs import Job, OnDisruption
 from policy.labels import Selector
 from policy.model import DisruptionBudget, Node, Pod
 from policy.placement import BARE, Placement
@@ -127,8 +131,8 @@ def generate(rng: Random, pending: int, *, pressure: float = 1.0) -> Workload:
         )
         for k in range(pending)
     )
-    pods = _managed(rng, apps, _gangs(rng, apps, pods))
-    return Workload(ClusterView.build(nodes=nodes, pods=pods, budgets=budgets), preemptors)
+    pods, jobs = _jobs(rng, apps, _managed(rng, apps, _gangs(rng, apps, pods)))
+    return Workload(ClusterView.build(nodes=nodes, pods=pods, budgets=budgets, jobs=jobs), preemptors)
 
 
 def _gangs(rng: Random, apps: list[str], pods: list[Pod]) -> list[Pod]:
@@ -171,3 +175,21 @@ def _managed(rng: Random, apps: list[str], pods: list[Pod]) -> list[Pod]:
             labels = {"app": app, **roles}
             out[i] = replace(out[i], labels=labels, app=managed.mark(namespace=NAMESPACE, labels=labels))
     return out
+def _jobs(rng: Random, apps: list[str], pods: list[Pod]) -> tuple[list[Pod], list[Job]]:
+    """``pods`` with about one app in two that is not a gang owned by a Job instead of its
+    ReplicaSet, and a Job for each (the gangs' too; see the module docstring)."""
+    ganged = {p.owner for p in pods if p.owner is not None and p.owner.startswith("job-")}
+    made = [app for app in apps if f"job-{app}" not in ganged and rng.random() < 0.5]
+    out = [
+        replace(p, owner=f"job-{p.labels['app']}", placement=_OWNED_BY["job"]) if p.owner is not None and p.owner[3:] in made else p
+        for p in pods
+    ]
+    jobs = []
+    for uid in sorted(ganged | {f"job-{app}" for app in made}):
+        backoff = _pick(rng, (0, 1, 2, 6))
+        ignores = rng.random() < 0.4
+        jobs.append(Job(
+            uid, NAMESPACE, uid, backoff_limit=backoff, failed=rng.randrange(backoff + 1) if backoff else 0,
+            on_disruption=OnDisruption.IGNORE if ignores else OnDisruption.COUNT, rule=0 if ignores else None,
+        ))
+    return out, jobs

@@ -6,6 +6,7 @@ import dataclasses
 
 from policy import apps, resources
 from policy.gangs import GangMark, GroupMinimum
+from policy.jobs import Job, JobIndex, OnDisruption
 from policy.labels import Selector
 from policy.model import DisruptionBudget, Node, Pod
 from policy.placement import BARE, Placement, Requirement, Taint, Term, Toleration
@@ -53,17 +54,22 @@ def pod(
     affinity: tuple[Term, ...] | None = None,
     tolerations: tuple[Toleration, ...] = (),
     deletion_cost: int = 0,
+    job: str | None = None,
+    index: tuple[int, int] | None = None,
     **extended: int,
 ) -> Pod:
     """``gang=(name, minimum)``: a member of a Kueue-style gang ``name`` in ``ns`` needing
     ``minimum`` running members (None: the minimum of a group object, see ``group()``).
     ``kind``: its controller's kind ("ReplicaSet", "DaemonSet", ...; an owner UID is made up
-    if ``owner`` is not given); ``affinity``: required nodeSelectorTerms (see ``term()``).
+    if ``owner`` is not given); ``affinity``: required nodeSelectorTerms (see ``term()``);
+    ``job``: a pod of ``job(job, ns=ns)``; ``index``: (its completion index, the index's failures).
     Its application with a manager (policy.apps) comes from ``labels``, as translate reads it."""
     requests = resources.effective_requests(containers=[units(cpu, mem, **extended)])
     if qos is None:
         qos = QoS.BURSTABLE if (cpu or mem) else QoS.BEST_EFFORT
     labels = labels if labels is not None else {"app": name}
+    if job is not None:  # a pod of job(job, ns=ns)
+        kind, owner = "Job", job_uid(job, ns)
     placement = BARE
     if kind is not None or node_selector or affinity is not None or tolerations:
         placement = Placement(kind, tuple(sorted((node_selector or {}).items())), affinity, tuple(tolerations))
@@ -92,7 +98,31 @@ def pod(
         app=apps.mark(namespace=ns, labels=labels),
         placement=placement,
         deletion_cost=deletion_cost,
+        job_index=None if index is None else JobIndex(*index),
     )
+
+
+def job_uid(name: str, ns: str = "default") -> str:
+    return f"uid-job-{ns}-{name}"
+
+
+def job(
+    name: str,
+    *,
+    backoff: int = 6,
+    failed: int = 0,
+    on: OnDisruption = OnDisruption.COUNT,
+    rule: int | None = None,
+    per_index: int | None = None,
+    failed_indexes: tuple[tuple[int, int], ...] = (),
+    finished: bool = False,
+    ns: str = "default",
+) -> Job:
+    """The Job of the pods built with ``job=name``; ``on``: what its podFailurePolicy does with
+    DisruptionTarget (``rule`` 0 unless given, where it is not Count)."""
+    if rule is None and on is not OnDisruption.COUNT:
+        rule = 0
+    return Job(job_uid(name, ns), ns, name, backoff, failed, on, rule, per_index, failed_indexes, finished)
 
 
 def node(
@@ -141,8 +171,8 @@ def pdb(name: str, *, allowed: int, match: dict[str, str] | None = None, ns: str
     return DisruptionBudget(ns, name, selector, allowed, frozenset(disrupted))
 
 
-def view(nodes, pods, budgets=(), classes=(), groups=()) -> ClusterView:
-    return ClusterView.build(nodes=nodes, pods=pods, budgets=budgets, priority_classes=classes, group_minimums=groups)
+def view(nodes, pods, budgets=(), classes=(), groups=(), jobs=()) -> ClusterView:
+    return ClusterView.build(nodes=nodes, pods=pods, budgets=budgets, priority_classes=classes, group_minimums=groups, jobs=jobs)
 
 
 def keys(pods) -> list[str]:
@@ -157,7 +187,8 @@ def cost_key(victims, v: ClusterView, order=None, node: str = "n1") -> tuple:
 
     where = homes.of(v)
     no_home = frozenset(p.uid for p in victims if where.home(p, excluding=node) is None)
-    return (order or ranking.DEFAULT).cost(victims, Facts(v.budgets_covering, v.gang_of, no_home=no_home, app_of=v.app_of)).key
+    facts = Facts(v.budgets_covering, v.gang_of, no_home=no_home, app_of=v.app_of, stake_of=v.stake_of)
+    return (order or ranking.DEFAULT).cost(victims, facts).key
 
 
 def reference_key(victims, facts, order=None) -> tuple:

@@ -145,6 +145,7 @@ def _with_copies(view: ClusterView, replaced: dict[str, Pod]) -> ClusterView:
         budgets=[b for bs in view.budgets.values() for b in bs],
         priority_classes=view.priority_classes.values(),
         group_minimums=view.group_minimums.values(),
+        jobs=view.jobs.values(),
     )
 
 

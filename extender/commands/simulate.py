@@ -30,6 +30,7 @@ ROWS = (
     ("preemptions", "preemptions"),
     ("victims", "victims"),
     ("pdb_violations", "PDB violations"),
+    ("jobs_failed", "Jobs failed"),
     ("broken_gangs", "broken gangs"),
     ("members_stranded", "members stranded"),
     ("managed_pods_lost", "pods lost with managers"),
@@ -37,6 +38,7 @@ ROWS = (
     ("burstable_victims", "Burstable victims"),
     ("priority_loss", "priority-weighted loss"),
     ("no_home", "victims with no home"),
+    ("retries_burned", "retries burned"),
     ("cascade", "cascade length"),
     ("pending", "pods left pending"),
 )
@@ -161,6 +163,8 @@ def _step(step: replay.Step) -> dict:
         "broken_gangs": list(step.broken_gangs),
         "members_stranded": step.stranded,
         "managed_pods_lost": step.managed_lost,
+        "jobs_failed": list(step.jobs_failed),
+        "retries_burned": step.retries_burned,
         "why": step.why,
     }
 

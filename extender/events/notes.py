@@ -16,6 +16,7 @@ from extender.state.preemptions import UnderWay
 from policy import apps, gangs, homes, ranking, stock
 from policy.causes import GUARDED, Refusal
 from policy.criteria import Stay
+from policy.jobs import Stake
 from policy.model import Pod
 from policy.preempt import PreemptDecision, Proposal, Verdict
 from policy.victims import most_important_first
@@ -51,7 +52,9 @@ class Answer:
     # UID -> its gang, described, for the pods of gangs the victims could have broken and did not
     in_gangs: Mapping[str, str] | None = None
     broken: tuple[str, ...] = ()  # the gangs the victims break, described
+    failed_jobs: tuple[str, ...] = ()  # the Jobs (or indexes) the victims fail, described (policy.jobs)
     no_home: Mapping[str, str] | None = None  # UID -> why it has no home off the node (victims and stayed)
+    stakes: Mapping[str, Stake] | None = None  # UID -> what evicting it costs its Job (victims and stayed)
     order: ranking.Order = ranking.DEFAULT  # the decision's: why a pod stays is its first criterion that says
     # What decided against the scheduler's victims (policy.ranking.Cost.decided_by), worded when a
     # note is written: reprieve's victims' cost on its node, the scheduler's there costed alike,
@@ -103,6 +106,7 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
     no_home = {
         p.uid: why for p in (*victims, *stayed) if (why := where.why_not(p, excluding=chosen.node)) is not None
     } if chosen is not None else {}
+    stakes = {p.uid: stake for p in (*victims, *stayed) if (stake := view.stake_of(p)) is not None}
     return Answer(
         preemptor=preemptor,
         node=chosen.node if chosen else None,
@@ -117,7 +121,9 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
         budgets={uid: keys for uid, keys in budgets.items() if keys},
         in_gangs=in_gangs,
         no_home=no_home,
+        stakes=stakes,
         broken=tuple(g.describe() for g in chosen.broken.gangs) if chosen else (),
+        failed_jobs=tuple(b.describe() for b in chosen.cost.detail(ranking.JOBS_FAILED)) if chosen and chosen.cost else (),
         order=decision.order,
         cost=chosen.cost if chosen else None,
         proposed_cost=chosen.proposed_cost if chosen else None,
@@ -144,7 +150,7 @@ def _manages(pod: Pod, view: ClusterView) -> str | None:
 def preemptor_note(a: Answer) -> str:
     """``On node-a: 0 PDB violations; evicts the Burstable batch/report-1, not the Guaranteed
     batch/report-2 stock would have taken. Not node-b: PDB violations 1 there vs 0 on node-a.``"""
-    text = f"On {a.node}: {_broken(a)}{_ends(a)}{_count(a.violations, 'PDB violation')}; evicts {_pods(a.victims)}"
+    text = f"On {a.node}: {_broken(a)}{_failed(a)}{_ends(a)}{_count(a.violations, 'PDB violation')}; evicts {_pods(a.victims)}"
     text += _against_stock(a)
     return times.readable(text + "." + _others(a))
 
@@ -163,7 +169,7 @@ def victim_note(a: Answer, victim: Pod) -> str:
     """Why ``victim``, and not the lower-priority pods that stay on the node."""
     text = f"For {a.preemptor.key} (priority {a.preemptor.priority}) on {a.node}"
     if a.stayed:
-        stay = Stay(a.budgets, a.in_gangs or {}, a.no_home or {}, a.manages or {})
+        stay = Stay(a.budgets, a.in_gangs or {}, a.no_home or {}, manages=a.manages or {}, stakes=a.stakes or {})
         groups: dict[str, list[str]] = {}
         for pod in a.stayed:
             groups.setdefault(_why_stays(pod, victim, stay, a.order), []).append(pod.key)
@@ -268,6 +274,11 @@ def _others(a: Answer) -> str:
 def _broken(a: Answer) -> str:
     """``breaks gang ...; `` when the victims break gangs (no victim set spared them)."""
     return "".join(f"breaks {g}; " for g in a.broken)
+
+
+def _failed(a: Answer) -> str:
+    """``fails Job ...; `` when the victims fail Jobs or indexes (no victim set spared them)."""
+    return "".join(f"fails {j}; " for j in a.failed_jobs)
 
 
 def _ends(a: Answer) -> str:

@@ -109,6 +109,10 @@ KINDS = {
             ),
         },
     ),
+    # Jobs' retry budgets (policy.jobs; docs/running.md, "Live mode"): optional, as a cluster role
+    # without them must not keep reprieve from being ready. Their projection reads no template:
+    # the status updates of running Jobs (active, ready) change nothing it reads.
+    "jobs": Kind("jobs", "/apis/batch/v1/jobs", {}, kube.Job, lambda obj, classes: translate.job_record(obj), optional=True),
     # Gang group objects (policy.gangs.GroupMinimum; docs/running.md, "Gangs"): a record only
     # for a group with a minimum.
     **{

@@ -3,7 +3,7 @@
 The store keeps, next to the records, the indexes a ClusterView is made of (pods by node, in
 NodeInfo's order and with their requests summed per priority; nominated pods by node, PDB
 coverage, gang members and their group objects' minimums, the pods of applications with a
-manager) and updates them with every change,
+manager, Jobs by UID) and updates them with every change,
 remembering what changed since the last view. Publishing is
 then incremental: the new view shares every NodeInfo, tuple and record that did not change
 with the previous one, and copies only the top-level mappings, so that a view of 150,000 pods
@@ -26,10 +26,11 @@ from typing import Any
 
 from extender.state.translate import GROUP_KINDS, group_kind
 from policy.gangs import GroupMinimum
+from policy.jobs import Job
 from policy.model import DisruptionBudget, Node, Pod
 from policy.view import ClusterView, NodeInfo
 
-PODS, NODES, BUDGETS, CLASSES = "pods", "nodes", "poddisruptionbudgets", "priorityclasses"
+PODS, NODES, BUDGETS, CLASSES, JOBS = "pods", "nodes", "poddisruptionbudgets", "priorityclasses", "jobs"
 # The gang group objects (extender.state.translate.GROUP_KINDS): records are policy.gangs.GroupMinimum.
 GROUPS = frozenset(group_kind(version) for version in GROUP_KINDS)
 
@@ -63,6 +64,7 @@ class Store:
         self._gangs: dict[str, dict[str, Pod]] = {}  # gang key -> UID -> member (policy.gangs)
         self._apps: dict[str, dict[str, Pod]] = {}  # application key -> UID -> its pod (policy.apps)
         self._minimums: dict[str, GroupMinimum] = {}  # gang key -> its group object's minimum (GROUPS)
+        self._jobs: dict[str, Job] = {}  # UID -> Job (its records are keyed by namespace/name)
         # What changed since the last view.
         self._view: ClusterView | None = None
         self._all_dirty = True
@@ -72,6 +74,7 @@ class Store:
         self._dirty_gangs: set[str] = set()
         self._dirty_apps: set[str] = set()
         self._minimums_changed = False
+        self._jobs_changed = False
         self._dirty_kinds: set[str] = set(kinds)
         self._dirty_pods: set[str] = set()  # UIDs of pods changed since the last view
         self._deleted_pods: set[str] = set()  # UIDs of pods deleted since the last view
@@ -110,6 +113,10 @@ class Store:
                 self._minimums_changed = True  # nothing else changes: the next view stays incremental
                 self._reindex_minimums()
                 return
+            elif kind == JOBS:
+                self._jobs_changed = True  # nor here: no summary reads the Jobs
+                self._jobs = {job.uid: job for job in records.values()}
+                return
             self._all_dirty = True
 
     def forget(self, kind: str) -> None:
@@ -126,6 +133,9 @@ class Store:
             if kind in GROUPS:
                 self._minimums_changed = True
                 self._reindex_minimums()
+            elif kind == JOBS:
+                self._jobs_changed = True
+                self._jobs = {}
             else:
                 self._all_dirty = True
 
@@ -168,6 +178,12 @@ class Store:
                 if record is not None:
                     self._minimums[record.key] = record
                     self._minimums_changed = True
+            elif kind == JOBS:
+                if old is not None:
+                    self._jobs.pop(old.uid, None)
+                if record is not None:
+                    self._jobs[record.uid] = record
+                self._jobs_changed = True
 
     def current(self, kind: str, key: str) -> Any | None:
         """The record of ``key``, read by the reflector of ``kind`` (its only writer) without the
@@ -333,6 +349,7 @@ class Store:
             self._dirty_apps = set()
             self._dirty_kinds, self._dirty_pods, self._deleted_pods = set(), set(), set()
             self._minimums_changed = False
+            self._jobs_changed = False
         return generation, versions, view
 
     def _pods_copy(self) -> dict[str, Pod]:
@@ -382,6 +399,7 @@ class Store:
             gang_members={key: self._by_seq(pods) for key, pods in self._gangs.items() if pods},
             group_minimums=dict(self._minimums),
             app_members={key: self._by_seq(pods) for key, pods in self._apps.items() if pods},
+            jobs=dict(self._jobs),
         )
 
     def _incremental(self, prev: ClusterView) -> ClusterView:
@@ -411,6 +429,7 @@ class Store:
             gang_members=self._refreshed(prev.gang_members, self._dirty_gangs, self._gangs),
             group_minimums=dict(self._minimums) if self._minimums_changed else prev.group_minimums,
             app_members=self._refreshed(prev.app_members, self._dirty_apps, self._apps),
+            jobs=dict(self._jobs) if self._jobs_changed else prev.jobs,
             memo=prev.carry_memo(dirty_nodes=self._dirty_nodes, budgets_changed=budgets_changed),
         )
 

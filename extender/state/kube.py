@@ -13,7 +13,7 @@ import pydantic
 from pydantic import AfterValidator, AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic import StrictBool, StrictInt, StrictStr
 
-from policy import gangs
+from policy import gangs, jobs
 from policy.criteria.deletion_cost import ANNOTATION as DELETION_COST
 from policy.quantity import parse_quantity
 
@@ -38,6 +38,7 @@ Namespace = Annotated[StrictStr, Field(max_length=63)]
 QualifiedName = Annotated[StrictStr, Field(max_length=317)]
 LabelValue = Annotated[StrictStr, Field(max_length=63)]
 Int32 = Annotated[StrictInt, Field(ge=-(2**31), le=2**31 - 1)]  # priority, PriorityClass value, ports
+Count32 = Annotated[StrictInt, Field(ge=0, le=2**31 - 1)]  # a Job's limits and counts
 ResourceList = dict[QualifiedName, Quantity]
 
 
@@ -67,8 +68,9 @@ class AnnotatedMeta(ObjectMeta):
     annotations: dict[StrictStr, StrictStr] | None = None
 
 
-# The pod annotations reprieve reads: gang membership (policy.gangs) and the pod-deletion-cost.
-POD_ANNOTATIONS = gangs.ANNOTATIONS | {DELETION_COST}
+# The pod annotations reprieve reads: gang membership (policy.gangs), the pod-deletion-cost and
+# an Indexed Job's index and its failures (policy.jobs).
+POD_ANNOTATIONS = gangs.ANNOTATIONS | {DELETION_COST} | jobs.ANNOTATIONS
 
 
 def pod_annotations(value: Any) -> Any:
@@ -83,7 +85,8 @@ def pod_annotations(value: Any) -> Any:
 
 
 class PodMeta(ObjectMeta):
-    """A pod's metadata: the annotations that mark gang membership and its deletion cost, none other."""
+    """A pod's metadata: the annotations that mark gang membership, its deletion cost and its Job
+    index, none other."""
 
     annotations: Annotated[dict[StrictStr, StrictStr] | None, BeforeValidator(pod_annotations)] = None
 
@@ -266,6 +269,60 @@ class WorkloadPodGroup(_Object):
 
     metadata: ObjectMeta = ObjectMeta()
     spec: WorkloadPodGroupSpec = WorkloadPodGroupSpec()
+
+
+# Jobs (batch/v1): only what their retry budgets need (policy.jobs).
+
+
+class NamedMeta(_Object):
+    """Metadata read for its name and UID alone (a Job's labels and owners change nothing here)."""
+
+    name: Name = ""
+    namespace: Namespace = ""
+    uid: Name = ""
+
+
+class PodConditionPattern(_Object):
+    type: StrictStr
+    status: StrictStr = "True"  # the API's default
+
+
+class PodFailurePolicyRule(_Object):
+    action: Literal["Ignore", "FailJob", "FailIndex", "Count"]
+    onPodConditions: list[PodConditionPattern] | None = None  # onExitCodes is not read (policy.jobs)
+
+
+class PodFailurePolicy(_Object):
+    rules: list[PodFailurePolicyRule] | None = None
+
+
+class JobSpec(_Object):
+    backoffLimit: Count32 | None = None
+    backoffLimitPerIndex: Count32 | None = None
+    podFailurePolicy: PodFailurePolicy | None = None
+
+
+class UncountedTerminatedPods(_Object):
+    failed: list[StrictStr] | None = None  # UIDs of failed pods not yet in status.failed
+
+
+class JobCondition(_Object):
+    type: StrictStr
+    status: StrictStr
+
+
+class JobStatus(_Object):
+    failed: Count32 | None = None
+    # "1,3-5", read as ascending (first, last) ranges; anything else names itself
+    failedIndexes: Annotated[StrictStr, AfterValidator(jobs.parse_ranges)] | None = None
+    uncountedTerminatedPods: UncountedTerminatedPods | None = None
+    conditions: list[JobCondition] | None = None
+
+
+class Job(_Object):
+    metadata: NamedMeta = NamedMeta()
+    spec: JobSpec = JobSpec()
+    status: JobStatus = JobStatus()
 
 
 def describe_validation(exc: pydantic.ValidationError, *, limit: int = 3) -> str:

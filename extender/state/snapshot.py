@@ -1,5 +1,5 @@
-"""Reading a cluster dump (``kubectl get nodes,pods,pdb,priorityclasses -A -o yaml|json``, and
-the gang PodGroups of docs/running.md if the cluster has them)."""
+"""Reading a cluster dump (``kubectl get nodes,pods,pdb,priorityclasses,jobs -A -o yaml|json``,
+and the gang PodGroups of docs/running.md if the cluster has them)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ KINDS = {
     "Pod": ("v1",),
     "PodDisruptionBudget": ("policy/v1",),
     "PriorityClass": ("scheduling.k8s.io/v1",),
+    "Job": ("batch/v1",),
 }
 # (apiVersion, kind) -> (projection, record) of the gang group objects (translate.GROUP_KINDS).
 GROUP_KINDS = {(version, "PodGroup"): entry for version, entry in translate.GROUP_KINDS.items()}
@@ -69,7 +70,7 @@ def read(path: str | Path, *, strict: bool = False, warn=None, need_nodes: bool 
     if need_nodes and not loaded.view.nodes:
         raise SnapshotError(
             f"snapshot {path} has no nodes, so there is nothing to decide on "
-            f"(a dump is what kubectl get nodes,pods,pdb,priorityclasses -A -o yaml prints)"
+            f"(a dump is what kubectl get nodes,pods,pdb,priorityclasses,jobs -A -o yaml prints)"
         )
     return loaded
 
@@ -135,6 +136,7 @@ def build(documents: list[Any], *, source: str = "snapshot", strict: bool = Fals
     classes = {pc.name: pc for pc in _parse(raw["PriorityClass"], kube.PriorityClass, translate.priority_class_record)}
     nodes = _parse(raw["Node"], kube.Node, translate.node_record)
     budgets = _parse(raw["PodDisruptionBudget"], kube.PodDisruptionBudget, translate.budget_record)
+    jobs = _parse(raw["Job"], kube.Job, translate.job_record)
     parsed_pods = _parse(
         raw["Pod"],
         kube.Pod,
@@ -164,7 +166,8 @@ def build(documents: list[Any], *, source: str = "snapshot", strict: bool = Fals
     for item in left_out if warn is not None else ():
         warn(str(item))
     view = ClusterView.build(
-        nodes=nodes, pods=pods, budgets=budgets, priority_classes=classes.values(), group_minimums=minimums
+        nodes=nodes, pods=pods, budgets=budgets, priority_classes=classes.values(), group_minimums=minimums,
+        jobs=jobs,
     )
     return Loaded(view, tuple(left_out))
 
@@ -213,6 +216,8 @@ def _parse(entries, model, record, keep=lambda _: True, where: bool = False) -> 
             raise SnapshotError(f"{place} ({obj.get('kind')}): metadata.name: required")
         if model is kube.Pod and not parsed.metadata.uid:
             raise SnapshotError(f"{place} (Pod {name}): metadata.uid: required (preempt answers name pods by UID)")
+        if model is kube.Job and not parsed.metadata.uid:
+            raise SnapshotError(f"{place} (Job {name}): metadata.uid: required (its pods name their Job by UID)")
         if keep(parsed):
             out.append((place, record(parsed)) if where else record(parsed))
     return out

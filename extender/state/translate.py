@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from extender.state import kube
-from policy import apps, gangs, model, resources
+from policy import apps, gangs, jobs, model, resources
 from policy import placement as place
 from policy.criteria.deletion_cost import ANNOTATION as DELETION_COST
 from policy.labels import Requirement, Selector
@@ -190,6 +190,7 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
         placement=_placement(controller.kind or None if controller else None, spec, shared=shared),
         gated=bool(spec.schedulingGates),
         deletion_cost=deletion_cost((meta.annotations or {}).get(DELETION_COST)),
+        job_index=jobs.index_of(annotations=meta.annotations or {}, labels=meta.labels or {}) if controller else None,
         **_lifecycle(pod, name),
     )
 
@@ -308,6 +309,44 @@ def priority_class_record(pc: kube.PriorityClass) -> model.PriorityClass:
         global_default=bool(pc.globalDefault),
         annotations=dict(pc.metadata.annotations or {}),
     )
+
+
+# The largest backoffLimit: the API's default where backoffLimitPerIndex is set and it is not.
+_NO_LIMIT = 2**31 - 1
+_FINISHED = frozenset({"Complete", "Failed"})
+
+
+def job_record(job: kube.Job) -> jobs.Job:
+    """The retry budget of ``job`` (policy.jobs), with the API's defaults for what it leaves out."""
+    spec, status, meta = job.spec, job.status, job.metadata
+    on_disruption, rule = _on_disruption(spec.podFailurePolicy)
+    per_index = spec.backoffLimitPerIndex
+    if spec.backoffLimit is not None:
+        backoff = spec.backoffLimit
+    else:
+        backoff = _NO_LIMIT if per_index is not None else jobs.DEFAULT_BACKOFF_LIMIT
+    uncounted = status.uncountedTerminatedPods.failed if status.uncountedTerminatedPods else None
+    return jobs.Job(
+        uid=meta.uid,
+        namespace=meta.namespace or "default",
+        name=meta.name,
+        backoff_limit=backoff,
+        failed=(status.failed or 0) + len(uncounted or ()),
+        on_disruption=on_disruption,
+        rule=rule,
+        per_index=per_index,
+        failed_indexes=status.failedIndexes or (),
+        finished=any(c.type in _FINISHED and c.status == "True" for c in status.conditions or ()),
+    )
+
+
+def _on_disruption(policy: kube.PodFailurePolicy | None) -> tuple[jobs.OnDisruption, int | None]:
+    """The action of the first rule whose pod conditions match DisruptionTarget (status True),
+    and its place; Count (no rule) where none does."""
+    for i, rule in enumerate(policy.rules or () if policy else ()):
+        if any(p.type == jobs.DISRUPTION and p.status == "True" for p in rule.onPodConditions or ()):
+            return jobs.OnDisruption(rule.action), i
+    return jobs.OnDisruption.COUNT, None
 
 
 # Gang group objects (the PodGroup kinds): their minimum, under the key policy.gangs.mark gives

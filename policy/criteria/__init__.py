@@ -15,10 +15,12 @@ from policy.criteria import (
     gang_work,
     guaranteed,
     homeless,
+    jobs_failed,
     managers,
     opted_out,
     pdb_violations,
     priority_sum,
+    retries_burned,
     start,
     strict_budgets,
     top_priority,
@@ -30,10 +32,12 @@ from policy.model import Pod
 STRICT_BUDGETS = strict_budgets.CRITERION
 OPTED_OUT = opted_out.CRITERION
 PDB_VIOLATIONS = pdb_violations.CRITERION
+JOBS_FAILED = jobs_failed.CRITERION
 BROKEN_GANGS = broken_gangs.CRITERION
 GANG_WORK = gang_work.CRITERION
 MANAGERS = managers.CRITERION
 TOP_PRIORITY = top_priority.CRITERION
+RETRIES_BURNED = retries_burned.CRITERION
 GUARANTEED = guaranteed.CRITERION
 BURSTABLE = burstable.CRITERION
 HOMELESS = homeless.CRITERION
@@ -47,10 +51,12 @@ CANONICAL: tuple[Criterion, ...] = (
     STRICT_BUDGETS,  # a policy's strictBudgets: first where the rule is on, left out of the order otherwise
     OPTED_OUT,  # a last resort is last whatever else: first in every order
     PDB_VIOLATIONS,
+    JOBS_FAILED,
     BROKEN_GANGS,
     GANG_WORK,
     TOP_PRIORITY,
     MANAGERS,  # after the priority: docs/policy.md measures the places tried
+    RETRIES_BURNED,
     GUARANTEED,
     BURSTABLE,
     HOMELESS,
@@ -62,7 +68,7 @@ CANONICAL: tuple[Criterion, ...] = (
 MOVABLE = CANONICAL[2:-1]  # what a policy may reorder
 BY_NAME = {c.name: c for c in CANONICAL}
 # The parts of a cost's one-line summary (policy.ranking.Cost.describe), in its order.
-SUMMARY = (OPTED_OUT, BROKEN_GANGS, GANG_WORK, MANAGERS, PDB_VIOLATIONS, TOP_PRIORITY, HOMELESS, VICTIMS)
+SUMMARY = (OPTED_OUT, JOBS_FAILED, BROKEN_GANGS, GANG_WORK, MANAGERS, PDB_VIOLATIONS, TOP_PRIORITY, RETRIES_BURNED, HOMELESS, VICTIMS)
 
 # The criteria a pod has a value of its own for, in CANONICAL's order: a pod's ``values``.
 PER_POD = tuple(c for c in CANONICAL if c.kind in (Kind.SUM, Kind.MAX))
@@ -80,7 +86,7 @@ def values(pod: Pod, facts: Facts) -> tuple:
 
 
 __all__ = [
-    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "Criterion", "DELETION_COST", "Facts", "GANG_WORK", "GUARANTEED", "HOMELESS", "Kind", "MANAGERS",
-    "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PER_POD", "PRIORITY_SUM", "Reach", "START", "STRICT_BUDGETS", "SUMMARY", "Stay",
+    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "Criterion", "DELETION_COST", "Facts", "GANG_WORK", "GUARANTEED", "HOMELESS", "JOBS_FAILED", "Kind",
+    "MANAGERS", "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PER_POD", "PRIORITY_SUM", "RETRIES_BURNED", "Reach", "START", "STRICT_BUDGETS", "SUMMARY", "Stay",
     "TOP_PRIORITY", "Unit", "VICTIMS", "values",
 ]

@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 
 from policy.apps import AppOf
 from policy.gangs import GangOf
+from policy.jobs import Stake, StakeOf
 from policy.model import Pod
 from policy.pdb import BudgetsOf
 
@@ -56,6 +57,7 @@ class Facts:
     no_home: frozenset[str] = frozenset()  # UIDs of candidates with no home off the node (policy.homes)
     app_of: AppOf | None = None  # applications with a manager (policy.apps)
     strict_of: BudgetsOf | None = None  # the strict budgets covering a pod (policy.guards); None: no such rule
+    stake_of: StakeOf | None = None  # what evicting a pod costs its Job (policy.jobs)
     values: dict[str, tuple] = field(default_factory=dict)  # UID -> its per-pod values (policy.criteria.values)
     memo: dict = field(default_factory=dict)  # what a criterion keeps per pod for the request, by its own keys
 
@@ -139,3 +141,4 @@ class Stay:
     in_gangs: Mapping[str, str]  # UID -> its gang, described, where the victims kept it whole
     no_home: Mapping[str, str]  # UID -> why it has no home off the node
     manages: Mapping[str, str] = field(default_factory=dict)  # UID -> the running pods it manages, described
+    stakes: Mapping[str, Stake] = field(default_factory=dict)  # UID -> what evicting it costs its Job

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from policy import apps, gangs, homes, ranking, victims
+from policy import apps, gangs, homes, jobs, ranking, victims
 from policy.causes import Refusal
 from policy.guards import Guards
 from policy.model import InFlight, Pod
@@ -81,10 +81,12 @@ def decide(
 
     # Victims of answers in flight still run in the view: their gangs can spare that many
     # fewer, their budgets allow that many fewer disruptions (the status has not counted
-    # them yet), and their applications run that many fewer pods (or already end).
+    # them yet), their applications run that many fewer pods (or already end), and their
+    # Jobs have that many fewer retries (nor have the Jobs' statuses).
     gang_of = gangs.less_taken(view.gang_of, (v for f in in_flight for v in f.victims))
     budgets = less_spent(view.budgets_covering, (v for f in in_flight for v in f.victims))
     app_of = apps.less_taken(view.app_of, (v for f in in_flight for v in f.victims))
+    stake_of = jobs.less_taken(view.stake_of, [v for f in in_flight for v in f.victims])
     where = homes.of(view)
     inside = strict_of = None
     if guards is not None:
@@ -93,9 +95,11 @@ def decide(
             order = order.with_strict()
     request = Request(
         view=view, preemptor=preemptor, proposals=proposals, in_flight=in_flight, screen=screen, now=now,
-        order=order, exhaustive=exhaustive, gang_of=gang_of, budgets=budgets, app_of=app_of, homes=where,
+        order=order, exhaustive=exhaustive, gang_of=gang_of, budgets=budgets, app_of=app_of, stake_of=stake_of,
+        homes=where,
         choosing=victims.Choosing(
-            preemptor, budgets, screen, gang_of, order, where, inside=inside, strict_of=strict_of, app_of=app_of
+            preemptor, budgets, screen, gang_of, order, where, inside=inside, strict_of=strict_of, app_of=app_of,
+            stake_of=stake_of,
         ),
         guarded=guards is not None,
     )

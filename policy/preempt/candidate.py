@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from policy import guards, homes, ranking, resources, tenancy
+from policy import guards, homes, jobs, ranking, resources, tenancy
 from policy.causes import Cause
 from policy.criteria import Facts
 from policy.model import POD_ANTI_AFFINITY, Pod
@@ -300,6 +300,7 @@ def _keep_scheduler_victims(request: Request, name: str, victims: list[Pod], cau
             f"kept the scheduler's victims: {why}", violations.describe(),
             *((broken.describe(),) if broken.count else ()),
             *((ended.describe(),) if ended.count else ()),
+            *jobs.reasons(victims, request.stake_of, cost.detail(ranking.JOBS_FAILED)),
             *((homeless.describe(),) if homeless.count else ()),
         ),
         broken=broken,
@@ -325,7 +326,10 @@ def _priced(
     and those of them with no home off the node."""
     homeless = homes.homeless(victims, request.homes, node=name)
     no_home = frozenset(p.uid for p in victims if p.key in homeless.pods)
-    facts = Facts(request.budgets, request.gang_of, opted_out, no_home, request.app_of, strict_of=request.choosing.strict_of)
+    facts = Facts(
+        request.budgets, request.gang_of, opted_out, no_home,
+        app_of=request.app_of, strict_of=request.choosing.strict_of, stake_of=request.stake_of,
+    )
     return request.order.cost(victims, facts), homeless
 
 

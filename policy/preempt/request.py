@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from policy import apps, gangs, homes, ranking, tenancy, victims
+from policy.jobs import StakeOf
 from policy.model import InFlight, Pod
 from policy.pdb import BudgetsOf
 from policy.preempt.decision import Proposal
@@ -30,6 +31,7 @@ class Request:
     gang_of: gangs.GangOf
     budgets: BudgetsOf
     app_of: apps.AppOf  # the applications with a manager, as answers in flight leave them
+    stake_of: StakeOf  # what evicting a pod costs its Job, as answers in flight leave the budgets
     homes: homes.Homes  # homes.of(view)
     choosing: victims.Choosing  # what policy.victims needs of it, the same for every node
     guarded: bool = False  # the policy's guards are on (policy.guards: choosing holds their judgements)

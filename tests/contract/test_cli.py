@@ -140,7 +140,7 @@ def test_serve_refuses_an_empty_dump(tmp_path):
     done = serve("--snapshot", str(empty))
     assert done.returncode == 2
     assert done.stderr.strip().endswith(f"reprieve: snapshot {empty} has no nodes, so there is nothing to decide on "
-                                        "(a dump is what kubectl get nodes,pods,pdb,priorityclasses -A -o yaml prints)")
+                                        "(a dump is what kubectl get nodes,pods,pdb,priorityclasses,jobs -A -o yaml prints)")
 
 
 def test_serve_strict_stops_on_an_item_left_out(tmp_path):

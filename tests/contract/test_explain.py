@@ -100,10 +100,12 @@ def test_json_on_the_example_shows_stock_and_reprieve_disagree(capsys):
     assert d["stock"]["cost"] == d["reprieve"]["cost"] == {
         "opted_out_victims": 0,
         "pdb_violations": 0,
+        "jobs_failed": 0,
         "broken_gangs": 0,
         "pods_lost_with_gangs": 0,
         "highest_priority": 100,
         "pods_lost_with_managers": 0,
+        "retries_burned": 0,
         "guaranteed": 0,
         "burstable": 1,
         "homeless_victims": 1,
@@ -413,7 +415,7 @@ def test_header_and_input_say_what_was_loaded_and_which_policy_decided(capsys, t
     source = report(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT))["input"]
     assert source["loaded"] == {"nodes": 4, "pods": 13, "pending": 1, "budgets": 2, "left_out": 0}
     assert (source["policy"], source["queues"]) == (None, None)
-    assert source["ranking"][:3] == ["opted-out victims", "PDB violations", "broken gangs"]
+    assert source["ranking"][:3] == ["opted-out victims", "PDB violations", "Jobs failed"]
 
     policy = ROOT / "examples" / "policy.yaml"
     code, out, _ = run(capsys, "--snapshot", str(EXAMPLE), "--pod", str(CHECKOUT), "--policy", str(policy))
@@ -441,7 +443,7 @@ def test_items_left_out_are_named_on_stderr_and_counted(capsys, tmp_path):
     assert code == 0
     assert err == (
         f"reprieve: {dump}: document 1 (Service shop/web): left out: reprieve does not read kind Service "
-        "(it reads Node, Pod, PodDisruptionBudget, PriorityClass, PodGroup)\n"
+        "(it reads Node, Pod, PodDisruptionBudget, PriorityClass, Job, PodGroup)\n"
     )
     assert f"snapshot {dump}: 4 nodes, 13 pods (1 pending), 2 PDBs, 1 item(s) left out (named on stderr)" in flat(out)
     assert report(capsys, "--snapshot", str(dump), "--pod", str(CHECKOUT))["input"]["loaded"]["left_out"] == 1
@@ -527,6 +529,44 @@ def test_what_the_api_server_admitted_is_read_as_before(capsys, tmp_path):
     request.write_text(json.dumps(body))
     code, _, err = run(capsys, "--snapshot", str(golden / "snapshot.yaml"), "--request", str(request))
     assert code == 0, err
+
+
+def test_jobs_in_the_dump_decide_between_equal_victims(capsys, tmp_path):
+    # n1 (4 cpu): two equal 2-cpu pods of two Jobs, priority 10; counting's started later, and
+    # its Job (backoffLimit 0) fails with one eviction; tolerant's Job ignores DisruptionTarget.
+    # urgent needs 2: stock takes the younger pod (failing its Job), reprieve tolerant's.
+    import yaml
+
+    from tests.contract.objects import HIGH, dump, k8s_node, k8s_pod
+
+    def owned(pod: dict, job: str) -> dict:
+        pod["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": f"uid-{job}", "controller": True}]
+        return pod
+
+    def job(name: str, spec: dict) -> dict:
+        return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "batch", "uid": f"uid-{name}"},
+                "spec": spec, "status": {"active": 1}}
+
+    ignore = {"podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}}
+    path = tmp_path / "dump.yaml"
+    path.write_text(yaml.safe_dump(dump(
+        k8s_node("n1", cpu="4"),
+        owned(k8s_pod("tolerant-x", "batch", node="n1", cpu="2", minute=0), "tolerant"),
+        owned(k8s_pod("counting-x", "batch", node="n1", cpu="2", minute=5), "counting"),
+        job("tolerant", ignore), job("counting", {"backoffLimit": 0}),
+        k8s_pod("urgent", "shop", cpu="2", priority=HIGH),
+    )))
+    result = report(capsys, "--snapshot", str(path), "--pod", "shop/urgent")
+    p = result["preemption"]
+    assert names(p["stock"]["victims"]) == ["batch/counting-x"]
+    assert names(p["reprieve"]["victims"]) == ["batch/tolerant-x"]
+    cost = row(result, "n1")["reprieve"]["cost"]
+    assert (cost["jobs_failed"], cost["retries_burned"]) == (0, 0)
+    # Stock's victim costed as reprieve's own: one Job failed, one retry burned; the Jobs decided.
+    assert (row(result, "n1")["stock"]["cost"]["jobs_failed"], row(result, "n1")["stock"]["cost"]["retries_burned"]) == (1, 1)
+    assert row(result, "n1")["decided_by"] == {"criterion": "Jobs failed", "field": "jobs_failed", "reprieve": 0, "stock": 1}
+    assert "n1: reprieve evicts batch/tolerant-x instead of batch/counting-x, decided by Jobs failed: 0 against 1" in result["differences"]
+    assert result["input"]["loaded"]["left_out"] == 0  # the Jobs are read, not left out
 
 
 def test_the_docs_leaderworkerset_example_is_real_output(capsys):

@@ -61,7 +61,7 @@ def test_a_policy_file_may_only_reorder_the_ranking(tmp_path, capsys):
     assert main(["check-policy", str(path)]) == 0
     shown = capsys.readouterr().out
     assert shown.startswith("policy valid: the ranking's order only, no multi-tenant rules\n"), shown
-    assert "ranking: opted-out victims, Burstable victims, PDB violations, broken gangs," in shown, shown
+    assert "ranking: opted-out victims, Burstable victims, PDB violations, Jobs failed, broken gangs," in shown, shown
 
 
 def test_check_policy_reports_each_queue_against_the_snapshot(capsys):

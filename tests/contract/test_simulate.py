@@ -42,10 +42,10 @@ def test_shipped_workload_json_totals(capsys):
     # Lane q: 8 Guaranteed (stock) or Burstable (reprieve) victims; lane p: 7 Guaranteed db pods
     # behind a budget allowing none (stock) or 7 Burstable web pods within their allowance;
     # lane e: 16 Burstable (stock) or BestEffort (reprieve) victims. One victim per preemptor.
-    assert stock == {"preemptions": 31, "victims": 31, "pdb_violations": 7, "broken_gangs": 0, "members_stranded": 0, "managed_pods_lost": 0, "guaranteed_victims": 15,
-                     "burstable_victims": 16, "priority_loss": 31, "no_home": 31, "cascade": 0, "pending": 0}
-    assert mine == {"preemptions": 31, "victims": 31, "pdb_violations": 0, "broken_gangs": 0, "members_stranded": 0, "managed_pods_lost": 0, "guaranteed_victims": 0,
-                    "burstable_victims": 15, "priority_loss": 31, "no_home": 31, "cascade": 0, "pending": 0}
+    assert stock == {"preemptions": 31, "victims": 31, "pdb_violations": 7, "jobs_failed": 0, "broken_gangs": 0, "members_stranded": 0, "managed_pods_lost": 0, "guaranteed_victims": 15,
+                     "burstable_victims": 16, "priority_loss": 31, "no_home": 31, "retries_burned": 0, "cascade": 0, "pending": 0}
+    assert mine == {"preemptions": 31, "victims": 31, "pdb_violations": 0, "jobs_failed": 0, "broken_gangs": 0, "members_stranded": 0, "managed_pods_lost": 0, "guaranteed_victims": 0,
+                    "burstable_victims": 15, "priority_loss": 31, "no_home": 31, "retries_burned": 0, "cascade": 0, "pending": 0}
     assert diff == {k: mine[k] - stock[k] for k in stock}
     steps = {side: {s["pod"]: s for s in doc["steps"][side]} for side in ("stock", "reprieve")}
     assert steps["stock"]["replay/urgent-p-08"]["victims"][0].startswith("replay/db-")
@@ -211,10 +211,20 @@ def test_items_left_out_of_the_snapshot_are_named_and_strict_stops(capsys, tmp_p
     assert err == f"reprieve: {dump}: document 1 (orphan): left out: no kind, so reprieve cannot tell what it is; --strict makes each an error\n"
 
 
-def test_docs_name_the_seed_where_reprieve_breaks_more_gangs(capsys):
-    # docs/simulate.md: reprieve ends with more broken gangs on one seed of 0-49, seed 30.
-    totals = report(capsys, "--generate", "16", "--seed", "30")["totals"]
-    assert (totals["stock"]["broken_gangs"], totals["reprieve"]["broken_gangs"]) == (0, 1)
+@pytest.mark.parametrize(
+    "seed, column, stock, reprieve",
+    [
+        pytest.param(30, "broken_gangs", 0, 1, id="seed-30-more-gangs"),
+        pytest.param(11, "jobs_failed", 1, 2, id="seed-11-more-jobs-failed"),
+        pytest.param(30, "jobs_failed", 0, 1, id="seed-30-more-jobs-failed"),
+    ],
+)
+def test_docs_name_the_seeds_where_reprieve_breaks_more_gangs_or_fails_more_jobs(capsys, seed, column, stock, reprieve):
+    # docs/simulate.md: of seeds 0-49, reprieve ends with more broken gangs on one, seed 30, and
+    # more Jobs failed on two, seeds 11 and 30.
+    totals = report(capsys, "--generate", "16", "--seed", str(seed))["totals"]
+    assert (totals["stock"][column], totals["reprieve"][column]) == (stock, reprieve)
+    assert f"seed {seed}: {stock} → {reprieve}" in " ".join(DOCS.read_text().split())
     assert "more on one (seed 30: 0 → 1)" in " ".join(DOCS.read_text().split())
 
 

@@ -19,6 +19,7 @@ PATHS = {
     "Pod": "/api/v1/namespaces/{ns}/pods",
     "PodDisruptionBudget": "/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets",
     "ReplicaSet": "/apis/apps/v1/namespaces/{ns}/replicasets",
+    "Job": "/apis/batch/v1/namespaces/{ns}/jobs",
     "Event": "/api/v1/namespaces/{ns}/events",
     "EventV1": "/apis/events.k8s.io/v1/namespaces/{ns}/events",
     "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",

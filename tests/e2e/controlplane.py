@@ -1,6 +1,6 @@
 """A real, local Kubernetes control plane for the end-to-end tests and `make cluster`.
 
-etcd, kube-apiserver, kube-controller-manager (replicaset, disruption, garbage collector,
+etcd, kube-apiserver, kube-controller-manager (replicaset, disruption, job, garbage collector,
 namespace controllers only), a fake kubelet for hollow nodes (tests/e2e/kubelet.py), reprieve
 watching the apiserver, and two kube-schedulers: ``reprieve-scheduler`` loads
 manifests/scheduler-config.yaml (reprieve in the path) and ``default-scheduler`` runs stock,
@@ -293,7 +293,7 @@ class ControlPlane:
             "kube-controller-manager",
             [
                 *self._component("kube-controller-manager", port), f"--kubeconfig={self.kubeconfig}", "--leader-elect=false",
-                "--controllers=namespace,replicaset,disruption,garbagecollector", "--use-service-account-credentials=false",
+                "--controllers=namespace,replicaset,disruption,job,garbagecollector", "--use-service-account-credentials=false",
             ],
             lambda: self._secure_healthz(port),
         )

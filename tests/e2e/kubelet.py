@@ -1,5 +1,8 @@
 """A stand-in for the kubelets of hollow nodes: pods bound to a node start Running and Ready, and a
-deleted pod disappears when its grace period ends (its deletionTimestamp), as a kubelet would let it."""
+deleted pod disappears when its grace period ends (its deletionTimestamp), as a kubelet would let it.
+A deleted pod that a finalizer holds (a Job's pods: batch.kubernetes.io/job-tracking) first
+turns Failed, its container killed, as a kubelet reports it: the Job controller counts such a
+pod (and applies its podFailurePolicy) only once it is terminal."""
 
 from __future__ import annotations
 
@@ -98,12 +101,26 @@ class FakeKubelet(threading.Thread):
                 return
             self._finishing.add(uid)
         delay = (_parse(meta["deletionTimestamp"]) - dt.datetime.now(dt.timezone.utc)).total_seconds()
-        timer = threading.Timer(max(0.0, delay), self._finish, args=(meta["name"], meta["namespace"], uid))
+        held = bool(meta.get("finalizers")) and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        containers = tuple(c["name"] for c in pod["spec"].get("containers") or ()) if held else ()
+        timer = threading.Timer(max(0.0, delay), self._finish, args=(meta["name"], meta["namespace"], uid, containers))
         timer.daemon = True
         timer.start()
 
-    def _finish(self, name: str, namespace: str, uid: str) -> None:
+    def _finish(self, name: str, namespace: str, uid: str, held: tuple[str, ...] = ()) -> None:
+        """Delete the pod; one a finalizer holds (its containers ``held``) turns Failed first."""
         try:
+            if held:
+                self._kube.patch_status("Pod", name, namespace, {
+                    "phase": "Failed",
+                    "containerStatuses": [
+                        {
+                            "name": c, "image": "", "imageID": "", "ready": False, "restartCount": 0,
+                            "state": {"terminated": {"exitCode": 143, "reason": "Error", "finishedAt": _now()}},
+                        }
+                        for c in held
+                    ],
+                })
             self._kube.request(
                 "DELETE",
                 f"/api/v1/namespaces/{namespace}/pods/{name}",

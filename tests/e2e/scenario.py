@@ -111,6 +111,26 @@ class Scenario:
             }
         )
 
+    def job(self, name: str, *, backoff_limit: int, ignore_disruption: bool, **spec) -> None:
+        """A Job of one pod of ``spec`` (see pod_spec), restartPolicy Never; with
+        ``ignore_disruption`` its podFailurePolicy ignores a pod failed with DisruptionTarget."""
+        body = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": name, "namespace": self.ns},
+            "spec": {
+                "backoffLimit": backoff_limit,
+                "template": {"metadata": {"labels": {"app": name}}, "spec": {**self.pod_spec(**spec), "restartPolicy": "Never"}},
+            },
+        }
+        if ignore_disruption:
+            body["spec"]["podFailurePolicy"] = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
+        self.saw("jobs", self.kube.create(body))
+
+    def job_status(self, name: str) -> dict:
+        """The Job's status, noted for ``synced``."""
+        return self.saw("jobs", self.kube.get_obj("Job", name, self.ns)).get("status") or {}
+
     def scale(self, name: str, replicas: int) -> None:
         self.kube.patch("ReplicaSet", name, self.ns, {"spec": {"replicas": replicas}})
 
@@ -245,6 +265,11 @@ class Scenario:
     # --------------------------------------------------------------- teardown
 
     def cleanup(self) -> None:
+        for job in self.kube.list("Job", self.ns):  # with their pods (a Job's deletion orphans them by default)
+            self.kube.request(
+                "DELETE", f"{self.kube.collection('Job', self.ns)}/{job['metadata']['name']}",
+                {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Background"},
+            )
         for rs in self.kube.list("ReplicaSet", self.ns):
             self.kube.delete("ReplicaSet", rs["metadata"]["name"], self.ns, grace=0)
         for pod in self.kube.list("Pod", self.ns):

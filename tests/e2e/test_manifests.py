@@ -127,6 +127,7 @@ def test_manifest_rbac_lets_the_scheduler_hold_its_own_lease_and_reprieve_read_w
         assert can("list", "scheduling.k8s.io", "priorityclasses", ns=None)
         for group in ("scheduling.k8s.io", "scheduling.x-k8s.io", "scheduling.volcano.sh"):  # gang minimums
             assert can("watch", group, "podgroups", ns=None), group  # RBAC does not ask whether they are served
+        assert can("watch", "batch", "jobs", ns=None)  # retry budgets
         assert can("create", "events.k8s.io", "events", ns="default")
         assert not can("get", "", "secrets", ns=None) and not can("delete", "", "nodes", ns=None)
     finally:

@@ -121,10 +121,12 @@ def _replay(plane, scheduler: str) -> dict[str, int]:
             "guaranteed_victims": sum(v["status"]["qosClass"] == "Guaranteed" for v in victims),
             "burstable_victims": sum(v["status"]["qosClass"] == "Burstable" for v in victims),
             "priority_loss": sum(v["spec"]["priority"] - floor + 1 for v in victims),
+            "jobs_failed": 0,  # no Job in the workload
             "broken_gangs": 0,
             "members_stranded": 0,  # no gang in the workload
             "managed_pods_lost": 0,  # no Spark, Ray, LeaderWorkerSet or MPI pod in the workload
             "no_home": len(victims),  # every pod is bare: nothing re-creates a victim
+            "retries_burned": 0,
             "cascade": 0,
             "pending": len(pending) - len(watch.bound_at()),
         }

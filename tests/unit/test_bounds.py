@@ -13,7 +13,7 @@ from policy.model import InFlight, PriorityClass
 from policy.preempt import Proposal, Verdict, decide
 from policy.victims import Choosing, VictimSelection, select_victims
 from tests.builders import group, node, pdb, pod, view
-from tests.unit.test_preempt_vs_stock import B, BE, G, ROLES, running_pods
+from tests.unit.test_preempt_vs_stock import B, BE, G, JOB_OF, JOBS, ROLES, running_pods
 
 
 def _pods(running, on: str, *, prefix: str = ""):
@@ -24,8 +24,9 @@ def _pods(running, on: str, *, prefix: str = ""):
             pc="optout" if i % 4 == 1 else "", gang=(f"g{gang}", None) if gang else None,
             kind=(None, "ReplicaSet", "ReplicaSet", "DaemonSet")[i % 4],  # policy.homes: who re-creates it
             deletion_cost=(start * 7 + i) % 5 - 2,  # -2..2: the deletion-cost bound, negative costs too
+            job=JOB_OF[owner],
         )
-        for i, (prio, cpu, qos, start, budgeted, term, gang, role) in enumerate(running)
+        for i, (prio, cpu, qos, start, budgeted, term, gang, role, owner) in enumerate(running)
     ]
 
 
@@ -65,14 +66,17 @@ def test_floor_is_at_most_the_cost_criterion_by_criterion(
     if held:
         pods.append(pod("held", cpu=held, priority=preemptor_priority, nominated="n1"))
     # A spare node where some replacements fit (their home), as many as ``spare`` says.
-    v = view([node("n1", cpu=12, pods=slots), node("spare", cpu=spare)], pods, _budgets(allowed, other), groups=GROUPS)
+    v = view([node("n1", cpu=12, pods=slots), node("spare", cpu=spare)], pods, _budgets(allowed, other), groups=GROUPS, jobs=JOBS)
     preemptor = pod("pre", cpu=need, priority=preemptor_priority)
     info = v.nodes["n1"]
     reservations = v.reservations("n1", pod=preemptor)
     floor = bounds.floor(v, info, preemptor, reservations, order, homes.of(v))
     # Pods the answer may not name stay, as select_victims' ``nameable`` makes them.
     names = {f"p{i}" for i in unsettled}
-    selection = select_victims(node=info, choosing=Choosing(preemptor, v.budgets_covering, gang_of=v.gang_of, order=order, homes=homes.of(v), app_of=v.app_of), reservations=reservations, nameable=lambda p: p.name not in names)
+    choosing = Choosing(
+        preemptor, v.budgets_covering, gang_of=v.gang_of, order=order, homes=homes.of(v), app_of=v.app_of, stake_of=v.stake_of,
+    )
+    selection = select_victims(node=info, choosing=choosing, reservations=reservations, nameable=lambda p: p.name not in names)
     if not isinstance(selection, VictimSelection):
         return
     assert floor is not bounds.NO_ROOM
@@ -163,7 +167,7 @@ def test_on_identical_nodes_one_node_is_solved_and_the_rest_proven_no_better(sta
 # n1's floor ties with n0's cost (no live victim), and n1 is where the pod waits for
 # terminating pods: such a node is solved although its name sorts after n0.
 @example(
-    nodes=[[(0, 0, G, 0, False, 0, 0, 0)] * 2, [(0, 0, G, 0, False, 0, 0, 0)] * 3], allowed=0, other=0, need=1,
+    nodes=[[(0, 0, G, 0, False, 0, 0, 0, 0)] * 2, [(0, 0, G, 0, False, 0, 0, 0, 0)] * 3], allowed=0, other=0, need=1,
     preemptor_priority=1, held=[0] * 5, proposed=[{0, 1}, set(), set(), set(), set()], unknown=2, flying=0,
     with_rules=False, order=ranking.DEFAULT,
 )
@@ -177,7 +181,7 @@ def test_fast_path_answers_as_solving_every_node(
     for name, cpu in zip(names, held):
         if cpu:
             pods.append(pod(f"held-{name}", cpu=cpu, priority=preemptor_priority, nominated=name))
-    v = view([node(n, cpu=12, pods=10) for n in names], pods, _budgets(allowed, other), [OPT_OUT], groups=GROUPS)
+    v = view([node(n, cpu=12, pods=10) for n in names], pods, _budgets(allowed, other), [OPT_OUT], groups=GROUPS, jobs=JOBS)
     preemptor = pod("pre", cpu=need, priority=preemptor_priority)
     # With rules, pods of the opted-out class are a last resort and pods of the preemptor's
     # own application ("b") are protected: both only make victims dearer than the floor.

@@ -1,8 +1,9 @@
-"""The live cache's optional kinds, the gang PodGroups: watched where the API server serves them, picked up when
-their CRD arrives, forgotten when it goes, and never a reason for the cache not to be ready.
+"""The live cache's optional kinds, the gang PodGroups and Jobs: watched where the API server serves
+them (and reprieve may read them), picked up when their CRD arrives, forgotten when it goes, and
+never a reason for the cache not to be ready.
 
-A small API server on loopback serves the four required kinds (empty) and, per test, discovery
-documents, lists and watch streams for the three PodGroup kinds."""
+A small API server on loopback serves the four required kinds (empty), Jobs (as every API server
+does) and, per test, discovery documents, lists and watch streams for the three PodGroup kinds."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from tests.ports import free_port
 COSCHEDULING = "podgroups.scheduling.x-k8s.io"
 VOLCANO = "podgroups.scheduling.volcano.sh"
 WORKLOAD = "podgroups.scheduling.k8s.io"
+JOBS = "jobs"
 REQUIRED = [kind.path for kind in KINDS.values() if not kind.optional]
 
 
@@ -111,6 +113,7 @@ class FakeApiServer:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
         self.httpd.daemon_threads = True
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.serve(JOBS)  # batch/v1 is built in
 
     @property
     def host(self) -> str:
@@ -190,7 +193,7 @@ def test_absent_and_forbidden_kinds_leave_the_cache_ready_with_the_served_ones(f
         # The first view already had the served kind's groups: it waited for their first list.
         assert [set(view.group_minimums) for view in first] == [{"workload ml/infer"}]
         assert [watched(metrics, k) for k in (COSCHEDULING, VOLCANO, WORKLOAD)] == [0, 0, 1]
-        assert set(cluster.resource_versions()) == {*(k.name for k in KINDS.values() if not k.optional), WORKLOAD}
+        assert set(cluster.resource_versions()) == {*(k.name for k in KINDS.values() if not k.optional), WORKLOAD, JOBS}
         time.sleep(1.0)  # several discovery rounds: the forbidden kind is retried, and stays harmless
         assert cluster.ready() and cluster.staleness() == 0.0
         assert fake.requests.count(KINDS[VOLCANO].path) >= 2
@@ -199,7 +202,7 @@ def test_absent_and_forbidden_kinds_leave_the_cache_ready_with_the_served_ones(f
         assert fake.requests.count(KINDS[COSCHEDULING].group_version) >= 2
         # Each kind's fate is logged once, though discovery repeats and the forbidden list is retried.
         said = sorted((r.levelname, r.getMessage().split(":")[0]) for r in caplog.records if r.name == "extender.live.cache")
-        assert said == sorted([("INFO", COSCHEDULING), ("INFO", WORKLOAD), ("WARNING", VOLCANO)]), caplog.text
+        assert said == sorted([("INFO", COSCHEDULING), ("INFO", WORKLOAD), ("WARNING", VOLCANO), ("INFO", JOBS)]), caplog.text
     finally:
         cluster.stop()
 
@@ -309,5 +312,57 @@ def test_a_pod_update_reprieve_does_not_read_publishes_its_resource_version_and_
         assert events() == counted + 1  # an event all the same
         fake.put("pods", {**pod, "spec": {**pod["spec"], "nodeName": "n1"}})  # bound: a new view
         assert wait_for("the bind", lambda: cluster.view().pods["u-web"].node_name == "n1", timeout=5)
+    finally:
+        cluster.stop()
+
+
+def a_job(name: str, *, failed: int = 0, active: int = 1, rules: list | None = None) -> dict:
+    spec = {"backoffLimit": 2, "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}}}
+    if rules is not None:
+        spec["podFailurePolicy"] = {"rules": rules}
+    return {"kind": "Job", "metadata": {"name": name, "namespace": "batch", "uid": f"u-{name}"}, "spec": spec,
+            "status": {"failed": failed, "active": active}}
+
+
+def jobs_of(cluster: LiveCluster) -> dict | None:
+    view = cluster.view()
+    return None if view is None else {uid: (j.key, j.failed, j.on_disruption.value) for uid, j in view.jobs.items()}
+
+
+def test_jobs_are_watched_by_uid_and_only_their_budgets_make_a_new_view(fake):
+    for kind in (COSCHEDULING, VOLCANO, WORKLOAD):
+        fake.serve(kind, 404)
+    ignore = [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+    fake.put(JOBS, a_job("etl", rules=ignore))
+    cluster, metrics = start(fake)
+    try:
+        # Listed before the first view (an optional kind served at the first discovery).
+        assert wait_for("a view", lambda: jobs_of(cluster), timeout=10) == {"u-etl": ("batch/etl", 0, "Ignore")}
+        assert watched(metrics, JOBS) == 1
+        fake.put(JOBS, a_job("train"))
+        assert wait_for("the new Job", lambda: "u-train" in jobs_of(cluster), timeout=5)
+        view = cluster.view()
+        fake.put(JOBS, a_job("train", active=3))  # the controller's status update: nothing read changes
+        rv = str(fake.rv)
+        wait_for("its resourceVersion published", lambda: cluster.resource_versions().get(JOBS) == rv, timeout=5)
+        assert cluster.view() is view
+        fake.put(JOBS, a_job("train", failed=1))  # a retry spent: a new view
+        assert wait_for("the failure counted", lambda: jobs_of(cluster)["u-train"] == ("batch/train", 1, "Count"), timeout=5)
+        assert cluster.view().pods is view.pods  # the rest of the view is shared
+    finally:
+        cluster.stop()
+
+
+def test_jobs_reprieve_may_not_read_leave_the_cache_ready(fake, caplog):
+    for kind in (COSCHEDULING, VOLCANO, WORKLOAD):
+        fake.serve(kind, 404)
+    fake.broken[KINDS[JOBS].path] = 403  # a cluster role from before Jobs were read
+    caplog.set_level(logging.INFO, logger="extender.live.cache")
+    cluster, metrics = start(fake)
+    try:
+        assert wait_for("a view", lambda: jobs_of(cluster) is not None, timeout=10) and jobs_of(cluster) == {}
+        assert wait_for("the refusal logged", lambda: any(
+            r.levelname == "WARNING" and r.getMessage().startswith("jobs: forbidden") for r in caplog.records), timeout=5)
+        assert cluster.ready() and watched(metrics, JOBS) == 0
     finally:
         cluster.stop()

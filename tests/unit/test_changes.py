@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from extender.live.changes import KINDS, UNCHANGED, Decoder, key_of, record_of
 from policy.criteria.deletion_cost import ANNOTATION as COST
 from policy.gangs import ANNOTATIONS
+from policy.jobs import INDEX, INDEX_FAILURES
 
 GANG = sorted(ANNOTATIONS)[0]
 from policy.model import PriorityClass
@@ -70,7 +71,8 @@ VALUES = {
     ("metadata", "labels"): ([ABSENT, {"app": "web"}, {"app": "api"}, None], [{"app": 5}]),
     ("metadata", "namespace"): ([ABSENT, "shop", "other"], [None, 5]),  # absent is "" (default), null is refused
     ("metadata", "annotations"): (
-        [ABSENT, {"note": "y"}, {"note": 5}, {GANG: "group-a"}, {GANG: "g" * 300}, {COST: "5"}, {COST: "-3"}, {COST: "+1"}],
+        [ABSENT, {"note": "y"}, {"note": 5}, {GANG: "group-a"}, {GANG: "g" * 300}, {COST: "5"}, {COST: "-3"}, {COST: "+1"},
+         {INDEX: "2"}, {INDEX: "2", INDEX_FAILURES: "1"}, {INDEX: "x"}],
         [{GANG: 5}, "bad"],
     ),
     ("metadata", "ownerReferences"): ([ABSENT, [{"uid": "rs-2", "kind": "ReplicaSet", "controller": True}]], [[{"uid": 5}]]),

@@ -8,13 +8,14 @@ import math
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from policy import exact, gangs, ranking
+from policy import exact, gangs, jobs, ranking
 from policy.criteria import Facts
 from policy.importance import most_important_first
 from policy.pdb import count_violations
 from policy.qos import QoS
 from policy.victims import Choosing, select_victims
-from tests.builders import group, node, pdb, pod, reference_key, view
+from policy.jobs import OnDisruption
+from tests.builders import group, job, job_uid, node, pdb, pod, reference_key, view
 
 G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
 NOTHING = (math.inf,)
@@ -51,6 +52,14 @@ def brute_force(search: exact.Search):
 # flag -> the gang a pod belongs to (see pods_on_a_node). g3's members carry their own minimums,
 # and disagree (Kueue's total count and LeaderWorkerSet's size are per pod).
 GANGS = {2: ("g1", None), 3: ("g1", None), 4: ("g1", None), 5: ("g2", None), 6: ("g3", 2), 7: ("g3", 3)}
+# The Jobs a pod may belong to (see pods_on_a_node): one victim fails "zero" and "fail"; "two"
+# survives one more (backoffLimit 2, 1 failed); "ignore" never fails; "indexed" fails an index
+# at its second victim (backoffLimitPerIndex 1; index 1 has failed once), the Job at its fourth.
+JOBS = [
+    job("zero", backoff=0), job("two", backoff=2, failed=1), job("ignore", on=OnDisruption.IGNORE),
+    job("fail", on=OnDisruption.FAIL_JOB), job("indexed", backoff=3, per_index=1),
+]
+BURNING = {job_uid(name) for name in ("zero", "two", "fail", "indexed")}  # every Job but "ignore"
 
 pods_on_a_node = st.lists(
     st.tuples(
@@ -61,6 +70,7 @@ pods_on_a_node = st.lists(
         st.integers(0, 3),  # start
         st.sampled_from(["a", "b", "ab", ""]),  # budgets covering it ("ab": both, overlapping)
         st.integers(0, 9),  # terminating when 0, opted out when 1; in gang g1 when 2-4, g2 when 5, g3 when 6-7
+        st.sampled_from(["", "", "zero", "two", "ignore", "fail", "indexed"]),  # its Job (JOBS)
     ),
     max_size=8,
 )
@@ -99,38 +109,50 @@ orders = st.permutations(ranking.MOVABLE).map(ranking.Order)
 # Overlapping budgets: a branch that keeps a pod must keep the exact violation count of the
 # victims so far (a per-budget sum over-counts pods covered twice and pruned the cheapest set).
 @example(
-    running=[(0, 0, 0, G, 0, "a", 0), (0, 2, 0, G, 0, "a", 2), (1, 1, 0, B, 0, "ab", 2), (0, 0, 1, G, 0, "a", 2),
-             (0, 1, 0, G, 0, "a", 1), (1, 0, 1, G, 0, "ab", 1)],
+    running=[(0, 0, 0, G, 0, "a", 0, ""), (0, 2, 0, G, 0, "a", 2, ""), (1, 1, 0, B, 0, "ab", 2, ""), (0, 0, 1, G, 0, "a", 2, ""),
+             (0, 1, 0, G, 0, "a", 1, ""), (1, 0, 1, G, 0, "ab", 1, "")],
     allowed=(0, 0), room=(3, 0), order=ranking.DEFAULT, roles=[""] * 8,
 )
 # Members of one gang with different minimums (g3: 2 and 3): the search counted the gang broken
 # once per class, each class by its own minimum, and pruned the cheapest set (2 broken gangs for
 # one); the ranking counted it by whichever member came last. One minimum per gang now.
 @example(
-    running=[(0, 0, 0, G, 0, "a", 6), (0, 0, 0, G, 0, "a", 8), (0, 1, 0, G, 1, "a", 6), (0, 0, 1, G, 0, "a", 6),
-             (0, 0, 1, G, 0, "a", 7), (0, 1, 0, G, 1, "a", 8)],
+    running=[(0, 0, 0, G, 0, "a", 6, ""), (0, 0, 0, G, 0, "a", 8, ""), (0, 1, 0, G, 1, "a", 6, ""), (0, 0, 1, G, 0, "a", 6, ""),
+             (0, 0, 1, G, 0, "a", 7, ""), (0, 1, 0, G, 1, "a", 8, "")],
     allowed=(0, 0), room=(1, 0), order=ranking.DEFAULT, roles=[""] * 8,
 )
+# Pods alike but for their Jobs are not one class: one of p0 and p2 must go, and only "two"'s
+# (a retry left) fails no Job, whichever of them the class order would take first.
+@example(running=[(0, 2, 0, G, 0, "", 8, "zero"), (3, 0, 0, G, 0, "", 0, ""), (0, 2, 0, G, 0, "", 8, "two")],
+         allowed=(0, 0), room=(2, 0), order=ranking.DEFAULT, roles=[""] * 8)
+@example(running=[(0, 2, 0, G, 0, "", 8, "two"), (3, 0, 0, G, 0, "", 0, ""), (0, 2, 0, G, 0, "", 8, "zero")],
+         allowed=(0, 0), room=(2, 0), order=ranking.DEFAULT, roles=[""] * 8)
+# Two victims of "two" (one retry left) fail it, one does not: a running count one too high
+# would prune the set that takes one of them and a pod of "ignore".
+@example(running=[(0, 2, 0, G, 0, "", 8, "two"), (0, 2, 0, G, 0, "", 8, "two"), (0, 1, 0, G, 1, "", 8, "ignore"),
+                  (0, 1, 0, G, 1, "", 8, "ignore")],
+         allowed=(0, 0), room=(2, 0), order=ranking.DEFAULT, roles=[""] * 8)
 def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room, order, roles):
     pods = [
         pod(
             f"p{i}", node="n1", priority=prio, cpu=cpu, mem=mem, qos=qos if cpu or mem else BE, start=start,
             labels={**({"a": "1"} if "a" in budgets else {}), **({"b": "1"} if "b" in budgets else {}), "id": str(i),
                     **ROLES[role]},
-            terminating=flag == 0, gang=GANGS.get(flag),
+            terminating=flag == 0, gang=GANGS.get(flag), job=owner or None,
+            index=(i % 2, i % 2) if owner == "indexed" else None,
         )
-        for i, ((prio, cpu, mem, qos, start, budgets, flag), role) in enumerate(zip(running, roles))
+        for i, ((prio, cpu, mem, qos, start, budgets, flag, owner), role) in enumerate(zip(running, roles))
     ]
     budgets = [pdb("a", allowed=allowed[0], match={"a": "1"}), pdb("b", allowed=allowed[1], match={"b": "1"})]
     v = view([node("n1", cpu=20), node("n2")], [*pods, *ELSEWHERE], budgets,
-             groups=[group("g1", 2 + allowed[1]), group("g2", 2)])
+             groups=[group("g1", 2 + allowed[1]), group("g2", 2)], jobs=JOBS)
     live = most_important_first(p for p in pods if not p.terminating)
     leaving = [p for p in pods if p.terminating]
-    opted_out = {p.uid for p, (*_, flag) in zip(pods, running) if flag == 1}
+    opted_out = {p.uid for p, (*_, flag, _) in zip(pods, running) if flag == 1}
     checked = ("cpu", "memory")
     space = {"cpu": room[0] * 1000, "memory": room[1] * 2**30}
     no_home = frozenset(p.uid for p in live if int(p.name[1:]) % 2)  # no home (policy.homes): odd ones
-    facts = Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home, v.app_of)
+    facts = Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home, app_of=v.app_of, stake_of=v.stake_of)
     search = exact.Search(space, checked, live, leaving, facts, order)
     expected = brute_force(search)
     found = exact.cheapest(search, beat=NOTHING)
@@ -149,11 +171,14 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
     homeless = sum(p.uid in no_home for p in found.victims)
     opted = sum(p.uid in opted_out for p in found.victims)
     assert found.cost.detail(ranking.BROKEN_GANGS) == broken
-    facts = Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home, v.app_of)
+    assert found.cost.detail(ranking.JOBS_FAILED) == jobs.failing(found.victims, v.stake_of)
+    facts = Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home, app_of=v.app_of, stake_of=v.stake_of)
     cost = order.cost(found.victims, facts)
     assert cost.key == found.key == reference_key(found.victims, facts, order)
     assert (cost.value(ranking.OPTED_OUT), cost.value(ranking.HOMELESS)) == (opted, homeless)
     assert cost.detail(ranking.MANAGERS).lost == cost.value(ranking.MANAGERS)
+    burned = sum(p.owner in BURNING for p in found.victims if not p.terminating)
+    assert cost.value(ranking.RETRIES_BURNED) == burned
 
 
 @settings(max_examples=300, deadline=None)
@@ -164,7 +189,7 @@ def test_improving_never_returns_a_set_that_does_not_fit_or_costs_more(running, 
             f"p{i}", node="n1", priority=prio, cpu=cpu, mem=mem, qos=qos if cpu or mem else BE, start=start,
             labels={**({"a": "1"} if "a" in budgets else {}), "id": str(i)},
         )
-        for i, (prio, cpu, mem, qos, start, budgets, flag) in enumerate(running)
+        for i, (prio, cpu, mem, qos, start, budgets, flag, _) in enumerate(running)
     ]
     v = view([node("n1", cpu=20)], pods, [pdb("a", allowed=allowed[0], match={"a": "1"})])
     live = most_important_first(pods)

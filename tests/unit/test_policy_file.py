@@ -43,7 +43,7 @@ def test_an_empty_file_means_defaults():
 def test_ranking_alone_orders_the_ranking_and_turns_on_no_rule():
     policy = policy_file.parse({"ranking": ["PDB violations", "victims"]})
     assert policy.rules is None
-    assert policy.order.names[:4] == ("opted-out victims", "PDB violations", "victims", "broken gangs")
+    assert policy.order.names[:4] == ("opted-out victims", "PDB violations", "victims", "Jobs failed")
     assert policy.order.names[-1] == ranking.START.name
     # Every criterion but the strict budgets' (first only where strictBudgets is on).
     assert sorted(policy.order.names) == sorted(c.name for c in ranking.CANONICAL if c is not ranking.STRICT_BUDGETS)
@@ -86,7 +86,7 @@ def test_ranking_alone_orders_the_ranking_and_turns_on_no_rule():
         pytest.param("optOut: {mode: sometimes}", "optOut.mode: Input should be 'soft' or 'hard'", id="opt-out-mode"),
         pytest.param("queues: [{name: p}, {name: c, parent: p}]\ndefaultQueue: p", "defaultQueue: p has child queues", id="default-not-leaf"),
         pytest.param("- just a list", "expected a mapping at the top", id="not-a-mapping"),
-        pytest.param("ranking: [PDB violations, gangs]", "ranking[1]: 'gangs' is not a criterion a policy may order; one of: PDB violations, broken gangs,", id="ranking-unknown"),
+        pytest.param("ranking: [PDB violations, gangs]", "ranking[1]: 'gangs' is not a criterion a policy may order; one of: PDB violations, Jobs failed, broken gangs,", id="ranking-unknown"),
         pytest.param("ranking: [victims, victims]", "ranking[1]: 'victims' is named twice", id="ranking-twice"),
         pytest.param("ranking: [opted-out victims]", "ranking[0]: 'opted-out victims' is not a criterion a policy may order", id="ranking-opted-out-stays-first"),
         pytest.param("ranking: victims", "ranking: Input should be a valid list", id="ranking-not-a-list"),

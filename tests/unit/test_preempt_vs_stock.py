@@ -1,8 +1,8 @@
 """Never worse than stock: on every node, reprieve's victims cost no more (policy.ranking's full
-key, broken gangs included) than the set upstream's SelectVictimsOnNode picks (policy.stock)
+key, broken gangs and Jobs failed included) than the set upstream's SelectVictimsOnNode picks (policy.stock)
 on the same node; and cluster-wide, the node reprieve offers costs no more than the node stock
-would pick among the same proposals (nominations, budgets, gangs with members elsewhere,
-terminating and BestEffort pods, pod-count limits).
+would pick among the same proposals (nominations, budgets, gangs with members elsewhere, Jobs
+with and without retries left, terminating and BestEffort pods, pod-count limits).
 
 With a multi-tenant policy there is no such guarantee: its rules protect pods stock would
 take, so reprieve may need costlier victims or no node at all (docs/policy.md). With strict
@@ -19,7 +19,8 @@ from policy import homes, preempt, ranking, stock
 from policy.causes import Cause
 from policy.qos import QoS
 from policy.victims import Choosing, VictimSelection, select_victims
-from tests.builders import cost_key, group, node, pdb, pod, view
+from policy.jobs import OnDisruption
+from tests.builders import cost_key, group, job, node, pdb, pod, view
 
 G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
 
@@ -27,10 +28,10 @@ G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
 def both(v, preemptor, name="n1", order=ranking.DEFAULT):
     info = v.nodes[name]
     reservations = v.reservations(name, pod=preemptor)
-    mine = select_victims(
-        node=info, choosing=Choosing(preemptor, v.budgets_covering, gang_of=v.gang_of, order=order, homes=homes.of(v), app_of=v.app_of),
-        reservations=reservations,
+    choosing = Choosing(
+        preemptor, v.budgets_covering, gang_of=v.gang_of, order=order, homes=homes.of(v), app_of=v.app_of, stake_of=v.stake_of,
     )
+    mine = select_victims(node=info, choosing=choosing, reservations=reservations)
     theirs = stock.select_victims(node=info, preemptor=preemptor, reservations=reservations, budgets_of=v.budgets_covering)
     return mine, theirs
 
@@ -38,6 +39,11 @@ def both(v, preemptor, name="n1", order=ranking.DEFAULT):
 # Who re-creates a pod, by its index: bare (no home), a ReplicaSet's (a home where it fits), a
 # DaemonSet's (none elsewhere).
 KINDS = (None, "ReplicaSet", "ReplicaSet", "DaemonSet")
+# The Jobs a pod may belong to, by a drawn index (0: none): one victim fails "zero" and "fail",
+# "two" survives one (backoffLimit 2, 1 failed), "ignore" never fails.
+JOBS = [job("zero", backoff=0), job("two", backoff=2, failed=1), job("ignore", on=OnDisruption.IGNORE),
+        job("fail", on=OnDisruption.FAIL_JOB)]
+JOB_OF = (None, "zero", "two", "ignore", "fail")
 
 
 def members_elsewhere(elsewhere):
@@ -88,6 +94,7 @@ running_pods = st.lists(
         st.integers(0, 9),  # terminating when 0
         st.integers(0, 2),  # gang: none, g1, g2
         st.integers(0, 3),  # its role in an application with a manager (ROLES)
+        st.integers(0, 4),  # its Job (JOB_OF)
     ),
     max_size=9,
 )
@@ -115,9 +122,9 @@ def test_reprieve_never_costs_more_than_stock_on_a_node(
         pod(
             f"p{i}", node="n1", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
             labels={"app": "a" if budgeted else f"x{i}", **ROLES[role]}, terminating=term == 0,
-            gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4],
+            gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4], job=JOB_OF[owner],
         )
-        for i, (prio, cpu, qos, start, budgeted, term, gang, role) in enumerate(running)
+        for i, (prio, cpu, qos, start, budgeted, term, gang, role, owner) in enumerate(running)
     ]
     if held:
         pods.append(pod("held", cpu=held, priority=preemptor_priority, nominated="n1"))
@@ -125,7 +132,7 @@ def test_reprieve_never_costs_more_than_stock_on_a_node(
     # A spare node with room for some replacements (their homes).
     v = view(
         [node("n1", cpu=12, pods=slots), node("spare", cpu=spare)], pods, [pdb("a", allowed=allowed, match={"app": "a"})],
-        groups=[group("g1", minimums[0]), group("g2", minimums[1])],
+        groups=[group("g1", minimums[0]), group("g2", minimums[1])], jobs=JOBS,
     )
     mine, theirs = both(v, pod("pre", cpu=need, priority=preemptor_priority), order=order)
     if not isinstance(theirs, stock.Victims):
@@ -149,6 +156,7 @@ cluster_pods = st.lists(
         st.integers(0, 9),  # terminating when 0
         st.integers(0, 2),  # gang: none, g1, g2
         st.integers(0, 3),  # its role in an application with a manager (ROLES)
+        st.integers(0, 4),  # its Job (JOB_OF)
     ),
     max_size=14,
 )
@@ -177,15 +185,15 @@ def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
         pod(
             f"p{i}", node=f"n{n}", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
             labels={"app": ("x", "a", "b")[budget], "id": str(i), **ROLES[role]}, terminating=term == 0,
-            gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4],
+            gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4], job=JOB_OF[owner],
         )
-        for i, (n, prio, cpu, qos, start, budget, term, gang, role) in enumerate(running)
+        for i, (n, prio, cpu, qos, start, budget, term, gang, role, owner) in enumerate(running)
     ]
     pods += members_elsewhere(elsewhere)
     pods += [pod(f"nom{i}", cpu=cpu, priority=prio, nominated=f"n{n}") for i, (n, cpu, prio) in enumerate(nominations)]
     nodes = [node(f"n{i}", cpu=size, pods=slots) for i, size in enumerate(sizes)]
     budgets = [pdb("a", allowed=allowed[0], match={"app": "a"}), pdb("b", allowed=allowed[1], match={"app": "b"})]
-    v = view(nodes, pods, budgets, groups=[group("g1", minimums[0]), group("g2", minimums[1])])
+    v = view(nodes, pods, budgets, groups=[group("g1", minimums[0]), group("g2", minimums[1])], jobs=JOBS)
     preemptor = pod("pre", cpu=need, priority=preemptor_priority)
     dry = stock.decide(view=v, preemptor=preemptor, node_names=[n.name for n in nodes])
     if dry.refusal or dry.fits or dry.pick.chosen is None:
@@ -224,14 +232,14 @@ def test_stocks_victims_are_costed_as_reprieves_own_and_never_cheaper(
         pod(
             f"p{i}", node=f"n{n}", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
             labels={"app": ("x", "a", "b")[budget], "id": str(i), **ROLES[role]}, terminating=term == 0,
-            gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4],
+            gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4], job=JOB_OF[owner],
         )
-        for i, (n, prio, cpu, qos, start, budget, term, gang, role) in enumerate(running)
+        for i, (n, prio, cpu, qos, start, budget, term, gang, role, owner) in enumerate(running)
     ]
     pods += members_elsewhere(elsewhere)
     nodes = [node(f"n{i}", cpu=size) for i, size in enumerate(sizes)]
     budgets = [pdb("a", allowed=allowed[0], match={"app": "a"}), pdb("b", allowed=allowed[1], match={"app": "b"})]
-    v = view(nodes, pods, budgets, groups=[group("g1", minimums[0]), group("g2", minimums[1])])
+    v = view(nodes, pods, budgets, groups=[group("g1", minimums[0]), group("g2", minimums[1])], jobs=JOBS)
     preemptor = pod("pre", cpu=need, priority=preemptor_priority)
     dry = stock.decide(view=v, preemptor=preemptor, node_names=[n.name for n in nodes])
     decision = preempt.decide(view=v, preemptor=preemptor, proposals=dry.proposals, exhaustive=True, order=order)

@@ -7,12 +7,13 @@ import pytest
 from policy import homes, ranking
 from policy.causes import Cause
 from policy.guards import Guards, StrictBudgets
+from policy.jobs import OnDisruption
 from policy.criteria import Facts
 from policy.model import PriorityClass
 from policy.preempt import Verdict, decide
 from policy.qos import QoS
 from policy.tenancy import Rules
-from tests.builders import node, pdb, pod, reference_key, scheduler_proposals, view
+from tests.builders import job, node, pdb, pod, reference_key, scheduler_proposals, view
 
 G = QoS.GUARANTEED
 KEEP = PriorityClass("keep", 0, annotations={Rules().opt_out_annotation: "false"})  # opts its pods out
@@ -73,6 +74,16 @@ ROWS = [
         pod("pre", priority=10, cpu=10), "n2",
     ),
     row(
+        # n1: its victim's Job has backoffLimit 0: evicting it fails the Job (1 Job failed); n2's
+        # victim's Job has backoffLimit 1 (a retry left). Both burn a retry, no budget, no gang;
+        # n2's victim has the higher priority (5 > 1).
+        "Jobs failed",
+        view([node("n1"), node("n2")],
+             [pod("a", node="n1", priority=1, cpu=10, job="zero"), pod("b", node="n2", priority=5, cpu=10, job="one")],
+             jobs=[job("zero", backoff=0), job("one", backoff=1)]),
+        pod("pre", priority=10, cpu=10), "n2",
+    ),
+    row(
         # n1: 1 broken gang (g0's gang runs 2 members, g1 on n3, and needs 2), n2: 0; 0 PDB
         # violations each; n2's victim has the higher priority (5 > 1).
         "broken gangs",
@@ -108,6 +119,18 @@ ROWS = [
              [pod("driver", node="n1", priority=1, cpu=10, labels=SPARK["driver"]),
               *(pod(f"exec-{i}", node="n3", priority=1, cpu=1, labels=SPARK["executor"]) for i in range(3)),
               pod("g", node="n2", priority=1, cpu=10, qos=G)]),
+        pod("pre", priority=10, cpu=10), "n2",
+    ),
+    row(
+        # n1's victim belongs to a Job that counts DisruptionTarget (backoffLimit 6: 1 retry
+        # burned, no Job failed); n2's to a Job whose podFailurePolicy ignores it (0). Alike
+        # otherwise, but n2's is Guaranteed and started earlier (100 < 500), which would make n1
+        # the choice on the Guaranteed victims and the start, which come after.
+        "retries burned",
+        view([node("n1"), node("n2")],
+             [pod("a", node="n1", priority=1, cpu=10, start=500, job="counts"),
+              pod("b", node="n2", priority=1, cpu=10, start=100, qos=G, job="ignores")],
+             jobs=[job("counts"), job("ignores", on=OnDisruption.IGNORE)]),
         pod("pre", priority=10, cpu=10), "n2",
     ),
     row(
@@ -199,7 +222,7 @@ def test_node_ranking(name, v, preemptor, rules, chosen, guards):
     # The chosen node's cost is its victims' key, criterion by criterion (tests.builders.reference_key).
     won, where = outcome(exhaustive, chosen), homes.of(v)
     no_home = frozenset(p.uid for p in won.victims if where.home(p, excluding=chosen) is None)  # none opted out
-    facts = Facts(v.budgets_covering, v.gang_of, no_home=no_home, app_of=v.app_of)
+    facts = Facts(v.budgets_covering, v.gang_of, no_home=no_home, app_of=v.app_of, stake_of=v.stake_of)
     assert won.cost.key == reference_key(won.victims, facts, won.cost.layout)
 
 

@@ -29,6 +29,11 @@ def pc(name, value, default=False):
     return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value, "globalDefault": default}
 
 
+def raw_job(name, spec=None, status=None, **meta):
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "ns", "uid": f"u-{name}", **meta},
+            "spec": spec or {}, "status": status or {}}
+
+
 def raw_pod(name, **spec):
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ns", "uid": f"u-{name}"}, "spec": {"containers": [], **spec}}
 
@@ -93,7 +98,7 @@ def test_terminal_pods_hold_nothing_and_other_kinds_are_named(tmp_path, caplog):
         view = snapshot.load(write(tmp_path, [done, svc, {**svc, "metadata": {"name": "t"}}]))
     assert view.pods == {}
     path = tmp_path / "dump.yaml"
-    reads = "it reads Node, Pod, PodDisruptionBudget, PriorityClass, PodGroup"
+    reads = "it reads Node, Pod, PodDisruptionBudget, PriorityClass, Job, PodGroup"
     assert [(r.levelname, r.getMessage()) for r in caplog.records] == [
         ("WARNING", f"{path}: document 1 (Service ns/s): left out: reprieve does not read kind Service ({reads})"),
         ("WARNING", f"{path}: document 2 (Service t): left out: reprieve does not read kind Service ({reads})"),
@@ -206,6 +211,34 @@ def test_qos_and_requests_from_the_api_shape(tmp_path):
             id="bad-selector-operator",
         ),
         pytest.param("just a string", "expected a Kubernetes object", id="not-an-object"),
+        pytest.param(
+            raw_job("train", status={"failedIndexes": "5-3"}),
+            "(Job ns/train): status.failedIndexes: '5-3': indexes must be ascending ranges (e.g. 1,3-5)",
+            id="job-failed-indexes-backwards",
+        ),
+        pytest.param(
+            raw_job("train", status={"failedIndexes": "1,x"}),
+            "(Job ns/train): status.failedIndexes: 'x' is not an index or a range of them (e.g. 1,3-5)",
+            id="job-failed-indexes-not-numbers",
+        ),
+        pytest.param(
+            raw_job("train", {"podFailurePolicy": {"rules": [{"action": "Retry", "onPodConditions": [{"type": "DisruptionTarget"}]}]}}),
+            "(Job ns/train): spec.podFailurePolicy.rules.0.action: Input should be 'Ignore', 'FailJob', 'FailIndex' or 'Count'",
+            id="job-unknown-action",
+        ),
+        pytest.param(
+            raw_job("train", {"podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"status": "True"}]}]}}),
+            "(Job ns/train): spec.podFailurePolicy.rules.0.onPodConditions.0.type: Field required",
+            id="job-condition-without-type",
+        ),
+        pytest.param(raw_job("train", {"backoffLimit": -1}), "(Job ns/train): spec.backoffLimit: Input should be greater than or equal to 0", id="job-negative-backoff-limit"),
+        pytest.param(raw_job("train", status={"failed": "2"}), "(Job ns/train): status.failed: Input should be a valid integer", id="job-failed-not-a-number"),
+        pytest.param(
+            {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "nouid", "namespace": "ns"}},
+            "(Job ns/nouid): metadata.uid: required (its pods name their Job by UID)",
+            id="job-without-uid",
+        ),
+        pytest.param({**raw_job("train"), "apiVersion": "batch/v1beta1"}, "Job apiVersion 'batch/v1beta1' is not supported (want batch/v1)", id="job-old-api-version"),
     ],
 )
 def test_bad_objects_stop_loading_with_a_precise_message(tmp_path, obj, message):
@@ -250,3 +283,42 @@ def test_kube_schedulers_preemption_mark_is_read(conditions, preempted):
 
     raw = {"metadata": {"name": "p", "namespace": "ns", "uid": "u"}, "status": {"conditions": conditions}}
     assert translate.pod_record(kube.Pod.model_validate(raw), {}).preempted is preempted
+
+
+def test_jobs_and_their_pods_are_read(tmp_path):
+    # A Job that ignores DisruptionTarget (its second rule; the first, on exit codes, is not
+    # matched), one with a budget per index and failures (counted and not yet), a finished one.
+    ignore = {"podFailurePolicy": {"rules": [
+        {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}},
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+    ]}}
+    indexed = {"backoffLimitPerIndex": 1, "podFailurePolicy": {"rules": [
+        {"action": "FailIndex", "onPodConditions": [{"type": "DisruptionTarget", "status": "False"}]},
+    ]}}
+    owner = lambda name: [{"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": f"u-{name}", "controller": True}]  # noqa: E731
+    pods = [raw_pod("etl-x"), raw_pod("train-2"), raw_pod("train-3"), raw_pod("bare")]
+    pods[0]["metadata"]["ownerReferences"] = owner("etl")
+    pods[1]["metadata"].update(ownerReferences=owner("train"), annotations={
+        "batch.kubernetes.io/job-completion-index": "2", "batch.kubernetes.io/job-index-failure-count": "1"})
+    pods[2]["metadata"].update(ownerReferences=owner("train"), labels={"batch.kubernetes.io/job-completion-index": "3"})
+    jobs = [
+        raw_job("etl", ignore),
+        raw_job("train", indexed, {"failed": 2, "failedIndexes": "0,5-7", "uncountedTerminatedPods": {"failed": ["u-old"]}}),
+        raw_job("done", status={"conditions": [{"type": "Complete", "status": "True"}]}),
+    ]
+    view = snapshot.load(write(tmp_path, [*jobs, *pods]))
+    etl, train, done = (view.jobs[f"u-{n}"] for n in ("etl", "train", "done"))
+    assert (etl.on_disruption.value, etl.rule, etl.backoff_limit, etl.failed) == ("Ignore", 1, 6, 0)
+    # Per index: backoffLimit unset is the largest int32; the FailIndex rule wants status False.
+    assert (train.on_disruption.value, train.backoff_limit, train.per_index, train.failed) == ("Count", 2**31 - 1, 1, 3)
+    assert train.failed_indexes == ((0, 0), (5, 7)) and train.index_failed(6) and not train.index_failed(2)
+    assert done.finished and not etl.finished
+    by_name = {p.name: p for p in view.pods.values()}
+    assert by_name["train-2"].job_index == (2, 1) and by_name["train-3"].job_index == (3, 0)
+    assert by_name["etl-x"].job_index is None and by_name["bare"].owner is None
+    assert view.stake_of(by_name["etl-x"]).describe() == "its Job ns/etl ignores DisruptionTarget (podFailurePolicy.rules[1]: Ignore)"
+    # Index 2 has failed once of its 1: the next eviction fails it.
+    assert view.stake_of(by_name["train-2"]).describe() == (
+        "index 2 of its Job ns/train fails if it is evicted (backoffLimitPerIndex 1, 1 failed)"
+    )
+    assert view.stake_of(by_name["bare"]) is None

@@ -18,7 +18,8 @@ from policy import ranking
 from policy.model import InFlight
 from policy.preempt import Proposal, decide
 from policy.qos import QoS
-from tests.builders import node, pdb, pod, view
+from policy.jobs import OnDisruption
+from tests.builders import job, node, pdb, pod, view
 from tests.conftest import ROOT
 
 
@@ -67,7 +68,7 @@ def then(v, *changed):
     """``v`` with these pods changed (the next view)."""
     pods = {p.uid: p for p in v.pods.values()}
     pods.update({p.uid: p for p in changed})
-    return view(list(n.node for n in v.nodes.values()), list(pods.values()))
+    return view(list(n.node for n in v.nodes.values()), list(pods.values()), jobs=list(v.jobs.values()))
 
 
 def carried_out(v, preemptor, *victims):
@@ -230,6 +231,38 @@ def test_the_victim_note_says_which_pods_stay_for_having_no_home():
         "chosen over the pods that stay: batch/bare (no home elsewhere (no controller re-creates it), "
         "where batch/owned has one)"
     ) in note, note
+
+
+def test_the_notes_say_which_pods_stay_for_their_jobs_and_which_jobs_fail():
+    # n1 (6 cpu): three 2-cpu pods alike but for their Jobs: one with backoffLimit 0, one with
+    # retries left, one whose Job ignores DisruptionTarget. The preemptor needs 2: the last goes.
+    strict = pod("strict", ns="batch", node="n1", cpu=2, priority=1, start=100, job="strict")
+    retrying = pod("retrying", ns="batch", node="n1", cpu=2, priority=1, start=100, job="retrying")
+    tolerant = pod("tolerant", ns="batch", node="n1", cpu=2, priority=1, start=100, job="tolerant")
+    preemptor = pod("checkout", ns="shop", cpu=2, priority=10)
+    jobs = [job("strict", ns="batch", backoff=0), job("retrying", ns="batch", failed=2),
+            job("tolerant", ns="batch", on=OnDisruption.IGNORE, rule=1)]
+    v = view([node("n1", cpu=6)], [strict, retrying, tolerant, preemptor], jobs=jobs)
+    w, recorded, _ = witness()
+    decision = answer(w, v, preemptor, [strict])
+    assert [p.name for p in decision.outcomes[0].victims] == ["tolerant"]
+    w.check(carried_out(v, preemptor, tolerant))
+    assert recorded.events[0].note.startswith("On n1: 0 PDB violations; evicts the Burstable batch/tolerant"), recorded.events[0].note
+    note = recorded.events[1].note
+    assert (
+        "chosen over the pods that stay: batch/retrying (its Job batch/retrying spends a retry if it is evicted "
+        "(backoffLimit 6, 2 failed), where batch/tolerant's Job batch/tolerant ignores DisruptionTarget); "
+        "batch/strict (its Job batch/strict fails if it is evicted (backoffLimit 0, 0 failed))"
+    ) in note, note
+
+    # Where only the strict Job's pod can go, the preemptor's note says its Job fails.
+    v = view([node("n1", cpu=2)], [dataclasses.replace(strict, requests={"cpu": 2000, "pods": 1}), preemptor], jobs=jobs)
+    w, recorded, _ = witness()
+    (victim,) = answer(w, v, preemptor, [strict]).outcomes[0].victims
+    w.check(carried_out(v, preemptor, victim))
+    assert recorded.events[0].note.startswith(
+        "On n1: fails Job batch/strict (backoffLimit 0, 0 failed); 0 PDB violations; evicts the Burstable batch/strict"
+    ), recorded.events[0].note
 
 
 def test_the_notes_name_the_manager_that_stays_and_the_application_a_victim_ends():
