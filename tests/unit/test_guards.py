@@ -225,6 +225,52 @@ def test_a_large_node_keeps_the_strict_budgets_pods_first():
     assert len(victims) == 3 and all(p.namespace == "default" for p in victims), [p.key for p in victims]
 
 
+def large_node(strict, fillers):
+    """``strict`` (name, priority, cpu, mem) in namespace kafka behind a budget allowing one
+    disruption, pod p (3 cpu) behind a budget allowing none, and 1-cpu fillers: over
+    EXACT_LIMIT candidates with 4 fillers or more."""
+    pods = [pod(n, ns="kafka", node="n1", priority=prio, cpu=cpu, mem=mem, start=100, labels={"app": "b"})
+            for n, prio, cpu, mem in strict]
+    pods.append(pod("p", node="n1", priority=1, cpu=3, start=100, labels={"app": "p"}))
+    pods += [pod(f"f{i:02}", node="n1", priority=0, cpu=1, start=100) for i in range(fillers)]
+    budgets = [pdb("b", allowed=1, match={"app": "b"}, ns="kafka"), pdb("p", allowed=0, match={"app": "p"})]
+    cpu = sum(p.requests["cpu"] for p in pods) // 1000
+    return view([node("n1", cpu=cpu)], pods, budgets), cpu
+
+
+@pytest.mark.parametrize("fillers", [10, 14])
+def test_on_a_large_node_the_strict_allowance_goes_on_the_largest_strict_pod(fillers):
+    # s1 (4 cpu, the most important) and s2, s3 (3 each) behind a budget allowing 1, and p
+    # behind one allowing none; the kept pods may use 6 cpu. Keeping s1 first leaves room for
+    # neither s2 nor s3 (2 strict violations); keeping the smallest first keeps s2 and s3 and
+    # loses s1 (within its allowance), as the exact search does with few candidates.
+    v, cpu = large_node([("s1", 2, 4, 0), ("s2", 0, 3, 0), ("s3", 0, 3, 0)], fillers)
+    assert (len(v.nodes["n1"].pods) > exact.EXACT_LIMIT) is (fillers == 14)
+    _, decision = decided(v, pod("pre", priority=10, cpu=cpu - 6), KAFKA)
+    victims = {p.name for p in outcome(decision, "n1").victims}
+    assert victims == {"s1", "p", *(f"f{i:02}" for i in range(fillers))}, outcome(decision, "n1").reasons
+    assert decision.answer["n1"].num_pdb_violations == 1
+
+
+def test_a_large_node_is_swapped_before_it_is_dropped_for_a_strict_budget():
+    # Four strict pods behind a budget allowing 1, a (1 cpu) > b (3) > c (1) > d (1) in
+    # importance, alike by their largest share (6 GiB of memory each); the kept may use 4 cpu.
+    # Only {a, c, d} fits of three: importance first keeps a and b (2 violations); the
+    # violators first (b, c, d) keep b and one more. The node is not offered, so it had no swap
+    # pass; one swap (keep c, evict b, give d back) keeps the budget, tried before dropping it.
+    pods = [pod(n, ns="kafka", node="n1", priority=prio, cpu=cpu, mem=6, start=100, labels={"app": "b"})
+            for n, prio, cpu in [("a", 3, 1), ("b", 2, 3), ("c", 1, 1), ("d", 1, 1)]]
+    pods += [pod(f"f{i:02}", node="n1", priority=0, cpu=1, start=100) for i in range(14)]
+    assert len(pods) > exact.EXACT_LIMIT
+    v = view([node("n1", cpu=20)], pods, [pdb("b", allowed=1, match={"app": "b"}, ns="kafka")])
+    _, decision = decided(v, pod("pre", priority=10, cpu=16, mem=1), KAFKA)
+    chosen = outcome(decision, "n1")
+    assert chosen.verdict is Verdict.CHOSEN, chosen.reasons
+    names = {p.name for p in chosen.victims}
+    assert {n for n in names if not n.startswith("f")} == {"b"} and len(names) == 14  # a filler fits back
+    assert "swapping victims beat every greedy order" in chosen.reasons[0]
+
+
 # Minimum runtime.
 
 
