@@ -398,9 +398,12 @@ def _no_room(here: _Here, short: str) -> NodeRejected:
 
 
 def _cause(protected: dict[str, str], young: frozenset[str]) -> Cause:
-    """Protected by the multi-tenant rules, inside a minimum runtime (when no rule protects
-    another), or only kept because the scheduler may not know them."""
-    if any(why != UNSETTLED and key not in young for key, why in protected.items()):
+    """Only kept because the scheduler may not know them (when any is: policy.preempt then
+    weighs the scheduler's own victims, _no_room_here, which checks the rules and guards
+    itself), protected by the multi-tenant rules, or inside a minimum runtime."""
+    if UNSETTLED in protected.values():
+        return Cause.DOES_NOT_FIT
+    if any(key not in young for key in protected):
         return Cause.PROTECTED
     return Cause.MIN_RUNTIME if young else Cause.DOES_NOT_FIT
 

@@ -3,6 +3,8 @@ have run their minimum runtime (the policy file's strictBudgets and minimumRunti
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -345,6 +347,31 @@ def test_a_proposal_naming_a_young_pod_gets_another_set_or_its_node_dropped():
     n1 = outcome(kept, "n1")
     assert kept.answer == {} and n1.cause is Cause.MIN_RUNTIME
     assert "but default/newer has run 1m40s of its minimum runtime of 10m (minimumRuntime[0])" in n1.reasons[0]
+
+
+def test_a_young_pod_does_not_hide_the_schedulers_own_victims_behind_a_pod_it_may_not_know():
+    # n1 (10 cpu): fresh (4 cpu) bound moments ago, which the scheduler may not know yet and an
+    # answer may not name; young (3) inside its minimum runtime; old (3). The preemptor (6 cpu)
+    # fits only if fresh or young goes too. The scheduler proposes old alone: its view (fresh not
+    # there yet) is newer, not the young pod's doing, so its victims are kept as proposed (they
+    # keep the guards); a young pod alone in the way still drops the node (MIN_RUNTIME).
+    fresh = dataclasses.replace(pod("fresh", node="n1", priority=1, cpu=4, start=NOW - 1), bound_at=NOW - 0.2)
+    young_pod = pod("young", node="n1", priority=1, cpu=3, start=NOW - 60, pc="batch")
+    old = pod("old", node="n1", priority=1, cpu=3, start=NOW - 3600)
+    v = view([node("n1")], [fresh, young_pod, old])
+    guards = young(classes=["batch"])
+    preemptor = pod("pre", priority=10, cpu=6)
+    decision = decide(view=v, preemptor=preemptor, proposals={"n1": Proposal((old.uid,), 0)}, guards=guards, now=NOW)
+    n1 = outcome(decision, "n1")
+    assert n1.verdict is Verdict.PASSED_THROUGH and n1.cause is Cause.SCHEDULER_NEWER, (n1.cause, n1.reasons)
+    assert decision.answer == {"n1": Proposal((old.uid,), 0)}
+    settled = view([node("n1")], [dataclasses.replace(fresh, bound_at=NOW - 60), young_pod, old])
+    both = decide(view=settled, preemptor=preemptor, proposals={"n1": Proposal((old.uid,), 0)}, guards=guards, now=NOW)
+    assert {p.name for p in outcome(both, "n1").victims} == {"fresh", "old"}  # settled: reprieve names it
+    alone = view([node("n1")], [young_pod, old, pod("big", node="n1", priority=20, cpu=4)])
+    dropped = outcome(decide(view=alone, preemptor=preemptor, proposals={"n1": Proposal((old.uid,), 0)},
+                             guards=guards, now=NOW), "n1")
+    assert (dropped.verdict, dropped.cause) == (Verdict.DROPPED, Cause.MIN_RUNTIME), dropped.reasons
 
 
 def test_without_guards_nothing_changes():
