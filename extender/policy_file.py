@@ -193,10 +193,12 @@ def _named(message: str, raw: dict) -> str:
 def _guards(spec: PolicySpec) -> Guards | None:
     """strictBudgets and minimumRuntime (policy.guards); None where the file sets neither."""
     strict = None
-    if spec.strictBudgets is not None:
-        strict = StrictBudgets(
-            namespaces=frozenset(spec.strictBudgets.namespaces or ()),
-            priority_classes=frozenset(spec.strictBudgets.priorityClasses or ()),
+    rule = spec.strictBudgets
+    if rule is not None:
+        # Both lists left out: every budget (StrictBudgets.every); an empty list selects nothing.
+        strict = StrictBudgets() if rule.namespaces is None and rule.priorityClasses is None else StrictBudgets(
+            namespaces=frozenset(rule.namespaces or ()),
+            priority_classes=frozenset(rule.priorityClasses or ()),
         )
     runtime = []
     for i, rule in enumerate(spec.minimumRuntime):

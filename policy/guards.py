@@ -29,23 +29,25 @@ Inside = Callable[[Pod], str]
 
 @dataclass(frozen=True, slots=True)
 class StrictBudgets:
-    """Which PodDisruptionBudgets preemption never violates. A list left out (or empty) selects
-    nothing by itself; a rule that names neither list makes every budget strict."""
+    """Which PodDisruptionBudgets preemption never violates. A list left out (None) or empty
+    selects nothing by itself; a rule that leaves both lists out makes every budget strict (an
+    empty list is not left out: ``{namespaces: []}`` selects nothing)."""
 
-    namespaces: frozenset[str] = frozenset()
-    priority_classes: frozenset[str] = frozenset()
+    namespaces: frozenset[str] | None = None
+    priority_classes: frozenset[str] | None = None
 
     @property
     def every(self) -> bool:
-        return not self.namespaces and not self.priority_classes
+        return self.namespaces is None and self.priority_classes is None
 
     def strict(self, budget: DisruptionBudget, members: Sequence[Pod]) -> bool:
         """Whether ``budget`` is strict: it lives in a listed namespace, or some pod it covers
         (``members``: every pod of the view it covers, bound or pending) names a listed
         PriorityClass in spec.priorityClassName."""
-        if self.every or budget.namespace in self.namespaces:
+        if self.every or budget.namespace in (self.namespaces or ()):
             return True
-        return bool(self.priority_classes) and any(p.priority_class in self.priority_classes for p in members)
+        classes = self.priority_classes or ()
+        return bool(classes) and any(p.priority_class in classes for p in members)
 
     def describe(self) -> str:
         if self.every:
@@ -55,6 +57,8 @@ class StrictBudgets:
             parts.append(f"those in namespace(s) {', '.join(sorted(self.namespaces))}")
         if self.priority_classes:
             parts.append(f"those covering pods of PriorityClass(es) {', '.join(sorted(self.priority_classes))}")
+        if not parts:
+            return "no PodDisruptionBudget (its lists are empty; leave both out to make every budget strict)"
         return "PodDisruptionBudgets: " + "; and ".join(parts)
 
 

@@ -120,7 +120,8 @@ def select_victims(
 
     Then a search for a cheaper set (policy.exact): every set when the node has few candidates,
     single swaps from the best greedy result when it has many (``swap``; policy.preempt runs
-    that pass only on the node it offers, since it costs more than the rest together).
+    that pass only on the node it offers, since it costs more than the rest together, and
+    here on a node with many candidates that would be dropped for a strict budget without it).
 
     The result is inclusion-minimal: a failed reprieve only gets harder as later pods are
     added back, so no single victim could be spared (upstream's order, which also reprieves
@@ -148,6 +149,10 @@ def select_victims(
             violating = violating or result
     assert result is not None
     if violating is not None and (not isinstance(result, VictimSelection) or _strict_violations(result).count):
+        if not swap and len(candidates) > exact.EXACT_LIMIT:
+            # Before giving up a large node, the swap pass its greedy orders skipped may keep them.
+            return select_victims(node=node, choosing=choosing, reservations=reservations, nameable=nameable,
+                                  at_least=at_least, swap=True)
         return _breaks_strict(here, violating, len(candidates))
     if isinstance(result, NodeRejected) and not candidates:
         return NodeRejected(
@@ -393,9 +398,12 @@ def _no_room(here: _Here, short: str) -> NodeRejected:
 
 
 def _cause(protected: dict[str, str], young: frozenset[str]) -> Cause:
-    """Protected by the multi-tenant rules, inside a minimum runtime (when no rule protects
-    another), or only kept because the scheduler may not know them."""
-    if any(why != UNSETTLED and key not in young for key, why in protected.items()):
+    """Only kept because the scheduler may not know them (when any is: policy.preempt then
+    weighs the scheduler's own victims, _no_room_here, which checks the rules and guards
+    itself), protected by the multi-tenant rules, or inside a minimum runtime."""
+    if UNSETTLED in protected.values():
+        return Cause.DOES_NOT_FIT
+    if any(key not in young for key in protected):
         return Cause.PROTECTED
     return Cause.MIN_RUNTIME if young else Cause.DOES_NOT_FIT
 
@@ -414,7 +422,9 @@ def _orders(
     do. Where a budget must be violated, keeping its pods first and the smallest first (then
     the others, smallest first) evicts the fewest of them: one 8-cpu victim instead of four 2-cpu ones, one violation instead of four (and
     what policy.bounds proves the fewest possible, so that preempt can leave the other
-    candidates unsolved). The last is upstream's own SelectVictimsOnNode (priority and start
+    candidates unsolved). With strict budgets, their pods come first of all in two orders: most
+    important first, and smallest first (where only some fit, the allowance goes on the
+    largest, as above). The last is upstream's own SelectVictimsOnNode (priority and start
     time, its violators first, terminating pods reprieved like the others), so that the
     result never costs more than the set stock kube-scheduler picks on the node.
 
@@ -447,6 +457,9 @@ def _orders(
         # The strict budgets' pods kept before every other (policy.guards): where a set that
         # violates none exists and they fit together, this order finds one.
         orders.append((lambda p: (p.uid not in first, p.uid not in strict, p.uid not in protected), strict, live))
+        # The same, smallest first: where they do not all fit, the allowance goes on the largest.
+        sized = _sizes(live, checked)
+        orders.append((lambda p: (p.uid not in first, p.uid not in strict, sized[p.uid]), strict, live))
     if protected:
         orders.append((lambda p: (p.uid not in first, p.uid not in protected), protected, live))
     if violators:

@@ -149,10 +149,10 @@ def _strict_now(rule: StrictBudgets, view: ClusterView) -> list[str]:
         members = view.budget_members.get(budget.key, ())
         if not rule.strict(budget, members):
             continue
-        if rule.every or budget.namespace in rule.namespaces:
+        if rule.every or budget.namespace in (rule.namespaces or ()):
             why = f"namespace {budget.namespace}" if not rule.every else "every budget"
         else:
-            classes = sorted({p.priority_class for p in members if p.priority_class in rule.priority_classes})
+            classes = sorted({p.priority_class for p in members if p.priority_class in (rule.priority_classes or ())})
             why = f"covers pods of {', '.join(classes)}"
         found.append(
             f"{budget.key} ({why}; allows {budget.disruptions_allowed} disruption(s), covers {len(members)} pod(s))"

@@ -225,7 +225,9 @@ def _against_stock(a: Answer) -> str:
 def _decided(a: Answer, node: str) -> str:
     """`` (decided by ...)``: the first criterion, in the decision's order, on which reprieve's
     victims beat the scheduler's on ``node`` (there, costed alike; on another node, reprieve's own
-    victims there, as its ranking compared them); empty where reprieve did not cost them."""
+    victims there, as its ranking compared them); empty where reprieve did not cost them. Where
+    the scheduler's cost less (the rules or guards protect one of them, or reprieve's view leaves
+    less room: explain_report._why_other_victims), ``(though they rank first by ...)``."""
     if a.cost is None:
         return ""
     if node == a.node:
@@ -234,9 +236,12 @@ def _decided(a: Answer, node: str) -> str:
         other, here, there = (a.costs or {}).get(node), f" on {a.node}", f" on {node}"
     if other is None:
         return ""
+    if a.cost.key < other.key:
+        return f" ({a.cost.decided_by(other, here, there)})"
     if other.key == a.cost.key:
         return " (equal on every criterion: a tie, broken differently)"
-    return f" ({a.cost.decided_by(other, here, there)})"
+    c = a.cost.deciding(other)
+    return f" (though they rank first by {c.name}: {other.show(c)}{there} against {a.cost.show(c)}{here})"
 
 
 def _why_stays(pod: Pod, victim: Pod, stay: Stay, order: ranking.Order) -> str:

@@ -67,7 +67,8 @@ def _swap_on_offered(request: Request, outcomes: dict[str, NodeOutcome]) -> None
     lower-priority pods it costs more than the rest of the node's selection, and running it on
     every candidate made a 500-candidate preemption several times slower. The price: a node
     whose greedy victims cost more than the offered node's, but whose swapped victims would
-    have cost less, is not found. Every candidate still costs no more than stock's victims on
+    have cost less, is not found. (A node with many candidates whose greedy victims violate a
+    strict budget gets the pass in policy.victims before it is dropped.) Every candidate still costs no more than stock's victims on
     it (upstream's order is one of the greedy orders)."""
     if any(o.verdict is Verdict.DROPPED and o.cause is Cause.LEAVING for o in outcomes.values()):
         return  # nothing is offered: the pod waits for pods already terminating

@@ -3,6 +3,8 @@ have run their minimum runtime (the policy file's strictBudgets and minimumRunti
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -225,6 +227,52 @@ def test_a_large_node_keeps_the_strict_budgets_pods_first():
     assert len(victims) == 3 and all(p.namespace == "default" for p in victims), [p.key for p in victims]
 
 
+def large_node(strict, fillers):
+    """``strict`` (name, priority, cpu, mem) in namespace kafka behind a budget allowing one
+    disruption, pod p (3 cpu) behind a budget allowing none, and 1-cpu fillers: over
+    EXACT_LIMIT candidates with 4 fillers or more."""
+    pods = [pod(n, ns="kafka", node="n1", priority=prio, cpu=cpu, mem=mem, start=100, labels={"app": "b"})
+            for n, prio, cpu, mem in strict]
+    pods.append(pod("p", node="n1", priority=1, cpu=3, start=100, labels={"app": "p"}))
+    pods += [pod(f"f{i:02}", node="n1", priority=0, cpu=1, start=100) for i in range(fillers)]
+    budgets = [pdb("b", allowed=1, match={"app": "b"}, ns="kafka"), pdb("p", allowed=0, match={"app": "p"})]
+    cpu = sum(p.requests["cpu"] for p in pods) // 1000
+    return view([node("n1", cpu=cpu)], pods, budgets), cpu
+
+
+@pytest.mark.parametrize("fillers", [10, 14])
+def test_on_a_large_node_the_strict_allowance_goes_on_the_largest_strict_pod(fillers):
+    # s1 (4 cpu, the most important) and s2, s3 (3 each) behind a budget allowing 1, and p
+    # behind one allowing none; the kept pods may use 6 cpu. Keeping s1 first leaves room for
+    # neither s2 nor s3 (2 strict violations); keeping the smallest first keeps s2 and s3 and
+    # loses s1 (within its allowance), as the exact search does with few candidates.
+    v, cpu = large_node([("s1", 2, 4, 0), ("s2", 0, 3, 0), ("s3", 0, 3, 0)], fillers)
+    assert (len(v.nodes["n1"].pods) > exact.EXACT_LIMIT) is (fillers == 14)
+    _, decision = decided(v, pod("pre", priority=10, cpu=cpu - 6), KAFKA)
+    victims = {p.name for p in outcome(decision, "n1").victims}
+    assert victims == {"s1", "p", *(f"f{i:02}" for i in range(fillers))}, outcome(decision, "n1").reasons
+    assert decision.answer["n1"].num_pdb_violations == 1
+
+
+def test_a_large_node_is_swapped_before_it_is_dropped_for_a_strict_budget():
+    # Four strict pods behind a budget allowing 1, a (1 cpu) > b (3) > c (1) > d (1) in
+    # importance, alike by their largest share (6 GiB of memory each); the kept may use 4 cpu.
+    # Only {a, c, d} fits of three: importance first keeps a and b (2 violations); the
+    # violators first (b, c, d) keep b and one more. The node is not offered, so it had no swap
+    # pass; one swap (keep c, evict b, give d back) keeps the budget, tried before dropping it.
+    pods = [pod(n, ns="kafka", node="n1", priority=prio, cpu=cpu, mem=6, start=100, labels={"app": "b"})
+            for n, prio, cpu in [("a", 3, 1), ("b", 2, 3), ("c", 1, 1), ("d", 1, 1)]]
+    pods += [pod(f"f{i:02}", node="n1", priority=0, cpu=1, start=100) for i in range(14)]
+    assert len(pods) > exact.EXACT_LIMIT
+    v = view([node("n1", cpu=20)], pods, [pdb("b", allowed=1, match={"app": "b"}, ns="kafka")])
+    _, decision = decided(v, pod("pre", priority=10, cpu=16, mem=1), KAFKA)
+    chosen = outcome(decision, "n1")
+    assert chosen.verdict is Verdict.CHOSEN, chosen.reasons
+    names = {p.name for p in chosen.victims}
+    assert {n for n in names if not n.startswith("f")} == {"b"} and len(names) == 14  # a filler fits back
+    assert "swapping victims beat every greedy order" in chosen.reasons[0]
+
+
 # Minimum runtime.
 
 
@@ -299,6 +347,31 @@ def test_a_proposal_naming_a_young_pod_gets_another_set_or_its_node_dropped():
     n1 = outcome(kept, "n1")
     assert kept.answer == {} and n1.cause is Cause.MIN_RUNTIME
     assert "but default/newer has run 1m40s of its minimum runtime of 10m (minimumRuntime[0])" in n1.reasons[0]
+
+
+def test_a_young_pod_does_not_hide_the_schedulers_own_victims_behind_a_pod_it_may_not_know():
+    # n1 (10 cpu): fresh (4 cpu) bound moments ago, which the scheduler may not know yet and an
+    # answer may not name; young (3) inside its minimum runtime; old (3). The preemptor (6 cpu)
+    # fits only if fresh or young goes too. The scheduler proposes old alone: its view (fresh not
+    # there yet) is newer, not the young pod's doing, so its victims are kept as proposed (they
+    # keep the guards); a young pod alone in the way still drops the node (MIN_RUNTIME).
+    fresh = dataclasses.replace(pod("fresh", node="n1", priority=1, cpu=4, start=NOW - 1), bound_at=NOW - 0.2)
+    young_pod = pod("young", node="n1", priority=1, cpu=3, start=NOW - 60, pc="batch")
+    old = pod("old", node="n1", priority=1, cpu=3, start=NOW - 3600)
+    v = view([node("n1")], [fresh, young_pod, old])
+    guards = young(classes=["batch"])
+    preemptor = pod("pre", priority=10, cpu=6)
+    decision = decide(view=v, preemptor=preemptor, proposals={"n1": Proposal((old.uid,), 0)}, guards=guards, now=NOW)
+    n1 = outcome(decision, "n1")
+    assert n1.verdict is Verdict.PASSED_THROUGH and n1.cause is Cause.SCHEDULER_NEWER, (n1.cause, n1.reasons)
+    assert decision.answer == {"n1": Proposal((old.uid,), 0)}
+    settled = view([node("n1")], [dataclasses.replace(fresh, bound_at=NOW - 60), young_pod, old])
+    both = decide(view=settled, preemptor=preemptor, proposals={"n1": Proposal((old.uid,), 0)}, guards=guards, now=NOW)
+    assert {p.name for p in outcome(both, "n1").victims} == {"fresh", "old"}  # settled: reprieve names it
+    alone = view([node("n1")], [young_pod, old, pod("big", node="n1", priority=20, cpu=4)])
+    dropped = outcome(decide(view=alone, preemptor=preemptor, proposals={"n1": Proposal((old.uid,), 0)},
+                             guards=guards, now=NOW), "n1")
+    assert (dropped.verdict, dropped.cause) == (Verdict.DROPPED, Cause.MIN_RUNTIME), dropped.reasons
 
 
 def test_without_guards_nothing_changes():

@@ -12,6 +12,7 @@ from extender.errors import ConfigError
 from policy import ranking
 from policy.guards import MinimumRuntime, StrictBudgets
 from policy.tenancy import OptOut, Preemption
+from tests.builders import pdb, pod
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -151,6 +152,27 @@ def test_either_list_may_be_left_out():
     assert policy.guards.strict == StrictBudgets(frozenset(), frozenset({"x"}))
     assert policy.guards.runtime[0] == MinimumRuntime(90.0, frozenset({"n"}), frozenset(), 0)
     assert policy_file.parse({"minimumRuntime": []}).guards is None  # no rule at all
+
+
+@pytest.mark.parametrize(
+    "text, every, selects_kafka",
+    [
+        pytest.param("strictBudgets: {}", True, True, id="both-left-out-every-budget"),
+        pytest.param("strictBudgets: {namespaces: []}", False, False, id="an-empty-list-selects-nothing"),
+        pytest.param("strictBudgets: {namespaces: [], priorityClasses: []}", False, False, id="both-empty"),
+        pytest.param("strictBudgets: {priorityClasses: []}", False, False, id="empty-classes"),
+        pytest.param("strictBudgets: {namespaces: [kafka], priorityClasses: []}", False, True, id="one-listed"),
+    ],
+)
+def test_only_a_rule_that_leaves_both_lists_out_makes_every_budget_strict(text, every, selects_kafka):
+    strict = policy_file.parse(yaml.safe_load(text)).guards.strict
+    assert strict.every is every
+    kafka, other = pdb("k", allowed=0, ns="kafka"), pdb("o", allowed=0, ns="web")
+    member = pod("m", ns="web", node="n1", pc="critical-data")
+    assert strict.strict(kafka, ()) is selects_kafka
+    assert strict.strict(other, (member,)) is every
+    if not every and not selects_kafka:
+        assert strict.describe().startswith("no PodDisruptionBudget")
 
 
 @pytest.mark.parametrize(

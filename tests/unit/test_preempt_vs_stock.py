@@ -254,19 +254,22 @@ def test_stocks_victims_are_costed_as_reprieves_own_and_never_cheaper(
 # ------------------------------------------------------------------ strict budgets (policy.guards)
 
 
+STRICT_RUNNING = st.lists(
+    st.tuples(
+        st.integers(0, 6),  # priority
+        st.integers(0, 6),  # cpu
+        st.sampled_from([G, B]),  # QoS when the pod requests cpu (BestEffort otherwise)
+        st.integers(0, 50),  # start
+        st.integers(0, 2),  # budget: none, a (strict: namespace kafka), b (not strict)
+        st.integers(0, 9),  # terminating when 0
+    ),
+    max_size=9,
+)
+
+
 @settings(max_examples=1000, deadline=None)
 @given(
-    running=st.lists(
-        st.tuples(
-            st.integers(0, 6),  # priority
-            st.integers(0, 6),  # cpu
-            st.sampled_from([G, B]),  # QoS when the pod requests cpu (BestEffort otherwise)
-            st.integers(0, 50),  # start
-            st.integers(0, 2),  # budget: none, a (strict: namespace kafka), b (not strict)
-            st.integers(0, 9),  # terminating when 0
-        ),
-        max_size=9,
-    ),
+    running=STRICT_RUNNING,
     allowed=st.tuples(st.integers(0, 2), st.integers(0, 2)),
     need=st.integers(1, 8),
     preemptor_priority=st.integers(1, 7),
@@ -276,6 +279,27 @@ def test_with_strict_budgets_reprieve_violates_none_where_stock_need_not(running
     # Stock does not see strict budgets. On a node, reprieve's victims violate none, and by the
     # strict order cost no more than stock's; or no set does (stock's victims violate one too)
     # and the node is dropped (Cause.STRICT_BUDGET).
+    strict_vs_stock(running, allowed, need, preemptor_priority, order)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    running=STRICT_RUNNING,
+    allowed=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    need=st.integers(1, 16),
+    preemptor_priority=st.integers(1, 7),
+    order=st.permutations(ranking.MOVABLE).map(ranking.Order),
+    fillers=st.integers(8, 12),
+    swap=st.booleans(),
+)
+def test_with_strict_budgets_on_a_large_node_too(running, allowed, need, preemptor_priority, order, fillers, swap):
+    # The same with 1-cpu fillers making the node's candidates more than the exact search
+    # takes (policy.exact.EXACT_LIMIT): greedy orders, and the swap pass (on the node offered
+    # with ``swap``; before a node is dropped for a strict budget without).
+    strict_vs_stock(running, allowed, need, preemptor_priority, order, fillers=fillers, swap=swap)
+
+
+def strict_vs_stock(running, allowed, need, preemptor_priority, order, *, fillers=0, swap=True):
     from policy.criteria import Facts
     from policy.guards import Guards, StrictBudgets
     from policy.pdb import count_violations
@@ -289,14 +313,15 @@ def test_with_strict_budgets_reprieve_violates_none_where_stock_need_not(running
         )
         for i, (prio, cpu, qos, start, budget, term) in enumerate(running)
     ]
+    pods += [pod(f"f{i:02}", node="n1", priority=0, cpu=1, qos=B, start=i, kind="ReplicaSet") for i in range(fillers)]
     budgets = [pdb("a", allowed=allowed[0], match={"app": "a"}, ns="kafka"), pdb("b", allowed=allowed[1], match={"app": "b"})]
-    v = view([node("n1", cpu=12)], pods, budgets)
+    v = view([node("n1", cpu=12 + fillers)], pods, budgets)
     strict_of = Guards(strict=StrictBudgets(namespaces=frozenset({"kafka"}))).strict_of(v.budgets_covering, v)
     strict = order.with_strict()
     preemptor = pod("pre", cpu=need, priority=preemptor_priority)
     where = homes.of(v)
     choosing = Choosing(preemptor, v.budgets_covering, order=strict, homes=where, strict_of=strict_of)
-    mine = select_victims(node=v.nodes["n1"], choosing=choosing)
+    mine = select_victims(node=v.nodes["n1"], choosing=choosing, swap=swap)
     theirs = stock.select_victims(node=v.nodes["n1"], preemptor=preemptor, reservations=(), budgets_of=v.budgets_covering)
     if not isinstance(theirs, stock.Victims):
         return

@@ -345,6 +345,25 @@ def test_shadow_mode_records_one_would_have_event_only_with_events_shadow():
     )
 
 
+def test_the_notes_do_not_say_reprieves_victims_won_where_the_schedulers_rank_first():
+    # The scheduler proposes the Burstable pod; it is inside its minimum runtime, so reprieve
+    # takes the Guaranteed one: dearer by the ranking, kept to the guard. The notes say so.
+    from policy.guards import Guards, MinimumRuntime
+
+    now = 10_000.0
+    burstable = pod("burstable", ns="batch", node="n1", priority=1, cpu=4, start=now - 60)
+    guaranteed = pod("guaranteed", ns="batch", node="n1", priority=1, cpu=4, qos=QoS.GUARANTEED, start=now - 3600)
+    v = view([node("n1", cpu=8)], [burstable, guaranteed])
+    preemptor = pod("checkout", ns="shop", priority=100, cpu=4)
+    proposals = {"n1": Proposal((burstable.uid,), 0)}
+    decision = decide(view=v, preemptor=preemptor, proposals=proposals, now=now, guards=Guards(runtime=(MinimumRuntime(600.0),)))
+    assert [p.name for p in decision.outcomes[0].victims] == ["guaranteed"]
+    a = notes.capture(v, preemptor, proposals, decision)
+    for note in (notes.preemptor_note(a), notes.shadow_note(a, "n1")):
+        assert "decided by" not in note, note
+        assert "the Burstable batch/burstable" in note and "(though they rank first by Guaranteed victims: 0 against 1)" in note, note
+
+
 def test_shadow_says_when_reprieve_would_have_done_the_same():
     v, preemptor, burstable, guaranteed = scene()
     w, recorded, _ = witness(Mode.SHADOW, Events.SHADOW)
