@@ -60,6 +60,7 @@ class Facts:
     stake_of: StakeOf | None = None  # what evicting a pod costs its Job (policy.jobs)
     values: dict[str, tuple] = field(default_factory=dict)  # UID -> its per-pod values (policy.criteria.values)
     memo: dict = field(default_factory=dict)  # what a criterion keeps per pod for the request, by its own keys
+    now: float | None = None
 
 
 class Reach(NamedTuple):
@@ -74,6 +75,7 @@ class Reach(NamedTuple):
     start: float  # the start criterion, where the most important victims have priority ``top``
     homeless: int = 0
     deletion_cost: float = -math.inf  # the lowest pod-deletion-cost a victim can have
+    grace: float = 0  # the shortest grace period a live victim can have (policy.criteria.time_to_room)
 
 
 class Running:
