@@ -259,7 +259,7 @@ def replay(
         steps.append(
             Step(pod.key, depth, choice.node, tuple(v.key for v in live), violations, no_home, choice.why, broken, stranded,
                  managed_lost=managed_lost, jobs_failed=failed, retries_burned=burned,
-                 room_wait=time_to_room(live, None))
+                 room_wait=time_to_room(live))
         )
     return Run(side, tuple(steps), _totals(steps, removed, floor), cluster.view)
 

@@ -39,7 +39,6 @@ class Choosing:
     strict_of: BudgetsOf | None = None  # the strict budgets covering a pod (policy.guards)
     app_of: apps.AppOf | None = None  # applications with a manager (policy.apps)
     stake_of: jobs.StakeOf | None = None  # what evicting a pod costs its Job (policy.jobs)
-    now: float | None = None  # seconds since the epoch: a terminating victim's time left (policy.criteria.time_to_room)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +240,7 @@ def _attempt(
     no_home = frozenset(p.uid for p in live if homes.home(p, excluding=node.name) is None) if homes else frozenset()
     facts = Facts(
         choosing.budgets_of, choosing.gang_of, first, no_home,
-        app_of=choosing.app_of, strict_of=choosing.strict_of, stake_of=choosing.stake_of, now=choosing.now,
+        app_of=choosing.app_of, strict_of=choosing.strict_of, stake_of=choosing.stake_of,
     )
     greedy = _orders(live, [p for p in candidates if p.terminating], facts, checked)
     best = _best_reprieve(exact.Search(room, checked, live, leaving, facts, choosing.order), greedy, here, choosing.screen)

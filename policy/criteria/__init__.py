@@ -64,8 +64,8 @@ CANONICAL: tuple[Criterion, ...] = (
     HOMELESS,
     PRIORITY_SUM,
     VICTIMS,
-    TIME_TO_ROOM,  # docs/policy.md measures the places tried
     DELETION_COST,
+    TIME_TO_ROOM,  # docs/policy.md measures the places tried
     START,  # the tie-breaker: last in every order
 )
 MOVABLE = CANONICAL[2:-1]  # what a policy may reorder

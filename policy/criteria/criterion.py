@@ -60,7 +60,6 @@ class Facts:
     stake_of: StakeOf | None = None  # what evicting a pod costs its Job (policy.jobs)
     values: dict[str, tuple] = field(default_factory=dict)  # UID -> its per-pod values (policy.criteria.values)
     memo: dict = field(default_factory=dict)  # what a criterion keeps per pod for the request, by its own keys
-    now: float | None = None
 
 
 class Reach(NamedTuple):

@@ -328,7 +328,7 @@ def _priced(
     no_home = frozenset(p.uid for p in victims if p.key in homeless.pods)
     facts = Facts(
         request.budgets, request.gang_of, opted_out, no_home,
-        app_of=request.app_of, strict_of=request.choosing.strict_of, stake_of=request.stake_of, now=request.now,
+        app_of=request.app_of, strict_of=request.choosing.strict_of, stake_of=request.stake_of,
     )
     return request.order.cost(victims, facts), homeless
 
