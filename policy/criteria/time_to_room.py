@@ -11,8 +11,10 @@ lower-priority pod a node has (they leave anyway), where stock's reprieve step m
 and the scheduler binds once the preemptor fits, not once every named pod is gone; so a
 terminating victim's deadline (``Pod.deletion_deadline``) says nothing of one set's wait against
 another's on the node (counted, reprieve's set would wait longer than stock's for a terminating
-pod the room never needed). Terminating pods that are not victims are the node's whatever set
-is chosen.
+pod the room never needed). Counting only the terminating pods the room needs would not do
+either: the more live victims, the less room is awaited from them, so a set's value would drop
+as a victim is added, which the exact search and its bounds rule out. Terminating pods that are
+not victims are the node's whatever set is chosen.
 
 A per-pod maximum: never lower with a victim more. No set on a node that needs a live victim
 goes sooner than its candidate with the shortest grace (policy.bounds)."""
