@@ -56,6 +56,6 @@ def test_time_to_room_side_by_side(scenario, scheduler, evicted, kept, record_pr
             lambda: [e for e in reprieve_events(scenario.kube, ns) if e["reason"] == "Preempting"], timeout=15,
         )
         assert preempting[0]["note"] == (
-            f"On {n1}: 0 PDB violations; evicts {ns}/quick, not {ns}/slow stock would have taken "
+            f"On {n1}: 0 PDB violations; evicts the Burstable {ns}/quick, not the Burstable {ns}/slow stock would have taken "
             f"(decided by longest time to room: 0 s against {SLOW_GRACE} s)."
         ), preempting[0]["note"]
