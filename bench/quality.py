@@ -50,7 +50,8 @@ totals go either way (the last section counts how often). Summed over the worklo
 at or below stock on every row: fewer PDB violations, Jobs failed and retries burned
 (policy/jobs.py), broken gangs (budgets rank first, gangs next: docs/policy.md has the other
 orders measured), pods lost with their managers, Guaranteed victims, victims with no home
-(policy/homes.py) and pods left pending. On some workloads it ends with more PDB violations
+(policy/homes.py), pods left pending and the seconds preemptors wait for their victims' grace
+periods (each app's pods have one: 0, 5, 30, 60 or 120 s). On some workloads it ends with more PDB violations
 than stock: its violation-free choices may spend budget allowance that stock's left for a later
 preemption
 (tests/unit/test_replay.py checks every decision along reprieve's replay against stock's on the

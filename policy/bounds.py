@@ -23,7 +23,9 @@ view and priority level) follow, each a floor for one criterion of policy.rankin
   one, so the victim bound less those; whether a shape has a home depends on the other nodes,
   so it is looked up per view and request (``Floors``), never kept in a node's summary;
 * the highest pod-deletion-cost among the victims: at least the lowest among the candidates
-  (some victim must go).
+  (some victim must go);
+* the longest time to room: at least the shortest grace period among the candidates (some
+  live victim must go, and terminating victims only make it longer).
 
 On identical nodes these make the bound equal to the cost, so that preempt solves one node
 and proves the others no better (policy.preempt, ties going to the first name).
@@ -85,6 +87,7 @@ class Below:
     largest: dict[str, tuple[int, ...]]  # running sums of all their requests, largest first
     shapes: tuple[tuple[Pod, int], ...] = ()  # one pod per shape (policy.homes.shape_of), and how many
     lowest_cost: int = 0  # the lowest pod-deletion-cost among them
+    shortest_grace: int = 0  # the shortest grace period among them
 
 
 def below(view: ClusterView, info: NodeInfo, priority: int) -> Below:
@@ -146,6 +149,7 @@ def _summarise(view: ClusterView, info: NodeInfo, priority: int) -> Below:
         largest={r: _running(vs) for r, vs in sizes.items()},
         shapes=tuple((pod, count) for pod, count in shapes.values()),
         lowest_cost=min((p.deletion_cost for p in live), default=0),
+        shortest_grace=min((p.grace for p in live), default=0),
     )
 
 
@@ -243,6 +247,7 @@ class Floors:
             lowest=summary.levels[0].priority,
             start=-top.starts[min(at_top, len(top.starts)) - 1],
             deletion_cost=summary.lowest_cost,
+            grace=summary.shortest_grace,
         ))
 
 

@@ -71,6 +71,12 @@ class Pod:
     deletion_cost: int = 0
     # An Indexed Job's pod: its completion index and the index's failures so far (policy.jobs)
     job_index: JobIndex | None = None
+    # spec.terminationGracePeriodSeconds (the API server's default: 30): how long the kubelet lets
+    # it stop once deleted, as kube-scheduler deletes a victim (default DeleteOptions: the pod's own)
+    grace: int = 30
+    # metadata.deletionTimestamp as seconds since the epoch: the time by which a terminating pod
+    # is gone (its grace counted from the deletion); None: not terminating, or not known
+    deletion_deadline: float | None = None
 
     @property
     def key(self) -> str:

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from policy import apps, gangs, homes, jobs, ranking, scoring, stock
 from policy.criteria import gang_work
+from policy.criteria.time_to_room import time_to_room
 from policy.guards import Guards
 from policy.model import DisruptionBudget, Pod
 from policy.pdb import count_violations
@@ -148,6 +149,7 @@ class Step:
     managed_lost: int = 0  # running pods left behind by the managers its victims include (policy.apps)
     jobs_failed: tuple[str, ...] = ()  # the Jobs and indexes its victims failed (policy.jobs.Budget keys)
     retries_burned: int = 0  # its victims whose Job counted their eviction (policy.jobs)
+    room_wait: int = 0  # seconds until its last live victim is gone: their longest grace period
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +174,7 @@ class Totals:
     # fits on no node but the preempted one, as the cluster stood
     no_home: int
     retries_burned: int  # victims whose Job counted their eviction as a failure (not ignored, not unowned)
+    room_wait_seconds: int  # per preemption, the longest grace period among its live victims, summed
     cascade: int  # the deepest replacement that preempted (0: no replacement preempted)
     pending: int  # pods (replacements included) left unbound
 
@@ -188,6 +191,7 @@ class Totals:
         "priority_loss",
         "no_home",
         "retries_burned",
+        "room_wait_seconds",
         "cascade",
         "pending",
     )
@@ -254,7 +258,8 @@ def replay(
             queue.extend((r, depth + 1) for v in live if (r := cluster.replacement(v, current.stake_of(v))) is not None)
         steps.append(
             Step(pod.key, depth, choice.node, tuple(v.key for v in live), violations, no_home, choice.why, broken, stranded,
-                 managed_lost=managed_lost, jobs_failed=failed, retries_burned=burned)
+                 managed_lost=managed_lost, jobs_failed=failed, retries_burned=burned,
+                 room_wait=time_to_room(live))
         )
     return Run(side, tuple(steps), _totals(steps, removed, floor), cluster.view)
 
@@ -294,6 +299,7 @@ def _totals(steps: list[Step], victims: list[Pod], floor: int) -> Totals:
         priority_loss=sum(v.priority - floor + 1 for v in victims),
         no_home=sum(len(s.no_home) for s in steps),
         retries_burned=sum(s.retries_burned for s in steps),
+        room_wait_seconds=sum(s.room_wait for s in steps),
         cascade=max((s.depth for s in preempting), default=0),
         pending=sum(s.node is None for s in steps),
     )

@@ -13,7 +13,8 @@ application (one of its running pods the driver, the rest executors) or a Ray cl
 and workers), alternately. Last, about one other app in two that is not a gang is a Job's instead
 of a ReplicaSet's; every Job (the gangs' too) has a ``backoffLimit`` of 0, 1, 2 or 6, some of
 its retries already spent, and in two cases of five a podFailurePolicy that ignores
-DisruptionTarget (policy.jobs). A few pending pods (priority 8) are nominated to a node and
+DisruptionTarget (policy.jobs). Each app's pods have one grace period (0, 5, 30, 60 or 120
+seconds, drawn after everything else). A few pending pods (priority 8) are nominated to a node and
 hold room there. The pending pods are higher-priority preemptors (priorities 6-10, 1-6 cpu,
 Guaranteed or Burstable), one per ``pending``; about one node per four of them at ``pressure``
 1.0, fewer at a higher one.
@@ -132,6 +133,7 @@ def generate(rng: Random, pending: int, *, pressure: float = 1.0) -> Workload:
         for k in range(pending)
     )
     pods, jobs = _jobs(rng, apps, _managed(rng, apps, _gangs(rng, apps, pods)))
+    pods = with_graces(rng, apps, pods)
     return Workload(ClusterView.build(nodes=nodes, pods=pods, budgets=budgets, jobs=jobs), preemptors)
 
 
@@ -175,6 +177,17 @@ def _managed(rng: Random, apps: list[str], pods: list[Pod]) -> list[Pod]:
             labels = {"app": app, **roles}
             out[i] = replace(out[i], labels=labels, app=managed.mark(namespace=NAMESPACE, labels=labels))
     return out
+# The grace periods an app's pods get (terminationGracePeriodSeconds): 30, the API server's
+# default, most often; 0 and 5 for pods that stop at once, 60 and 120 for those that drain.
+GRACES = (0, 5, 30, 30, 60, 120)
+
+
+def with_graces(rng: Random, apps: list[str], pods: list[Pod]) -> list[Pod]:
+    """``pods`` with a grace period per app, drawn last (the rest of the workload is unchanged)."""
+    grace = {app: _pick(rng, GRACES) for app in apps}
+    return [replace(p, grace=grace[p.labels["app"]]) if p.labels.get("app") in grace else p for p in pods]
+
+
 def _jobs(rng: Random, apps: list[str], pods: list[Pod]) -> tuple[list[Pod], list[Job]]:
     """``pods`` with about one app in two that is not a gang owned by a Job instead of its
     ReplicaSet, and a Job for each (the gangs' too; see the module docstring)."""

@@ -17,6 +17,7 @@ GPUs), drawn with the ``rng`` passed in:
 - **Pressure**: the number of nodes is set so that the tasks' GPU requests are ``pressure``
   times the GPU nodes' GPUs (and the CPU-only tasks' cpu the CPU-only nodes' times the same):
   1.0 fills the cluster exactly, 1.5 asks for half as much again as it has, 0.6 leaves room.
+- **Grace periods**: each app's tasks one (policy.workload.GRACES), drawn after the rest.
 
 Whole-GPU placement on a node (which physical GPU a fraction lands on) is not modelled: a node's
 milli-GPUs are one pool, as the extended resource counts them.
@@ -33,7 +34,7 @@ from policy.qos import QoS
 from policy.quantity import CPU
 from policy.resources import MEMORY, PODS
 from policy.view import ClusterView
-from policy.workload import EPOCH, GI, MILLI, NAMESPACE, Random, Workload, _pick
+from policy.workload import EPOCH, GI, MILLI, NAMESPACE, Random, Workload, _pick, with_graces
 
 GPU_MILLI = "example.com/gpu-milli"  # milli-GPUs: 1000 is one whole GPU
 GPUS_PER_NODE = 8
@@ -77,6 +78,7 @@ def generate(rng: Random, tasks: int, *, pressure: float = 1.0) -> Workload:
         for app in services
         if rng.random() < 0.5
     ]
+    pending = tuple(with_graces(rng, sorted({t.app for t in drawn}), list(pending)))
     return Workload(ClusterView.build(nodes=nodes, pods=(), budgets=budgets), pending)
 
 

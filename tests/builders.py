@@ -56,6 +56,8 @@ def pod(
     deletion_cost: int = 0,
     job: str | None = None,
     index: tuple[int, int] | None = None,
+    grace: int = 30,
+    deadline: float | None = None,
     **extended: int,
 ) -> Pod:
     """``gang=(name, minimum)``: a member of a Kueue-style gang ``name`` in ``ns`` needing
@@ -63,6 +65,7 @@ def pod(
     ``kind``: its controller's kind ("ReplicaSet", "DaemonSet", ...; an owner UID is made up
     if ``owner`` is not given); ``affinity``: required nodeSelectorTerms (see ``term()``);
     ``job``: a pod of ``job(job, ns=ns)``; ``index``: (its completion index, the index's failures).
+    ``grace``: its terminationGracePeriodSeconds; ``deadline``: its deletionTimestamp (terminating).
     Its application with a manager (policy.apps) comes from ``labels``, as translate reads it."""
     requests = resources.effective_requests(containers=[units(cpu, mem, **extended)])
     if qos is None:
@@ -86,7 +89,7 @@ def pod(
         node_name=node,
         nominated_node_name=nominated,
         start_time=start,
-        terminating=terminating,
+        terminating=terminating or deadline is not None,
         preempted=preempted,
         preemption_never=never,
         unmodelled=unmodelled,
@@ -99,6 +102,8 @@ def pod(
         placement=placement,
         deletion_cost=deletion_cost,
         job_index=None if index is None else JobIndex(*index),
+        grace=grace,
+        deletion_deadline=deadline,
     )
 
 
@@ -196,13 +201,15 @@ def reference_key(victims, facts, order=None) -> tuple:
     from each criterion's own definition (policy.criteria), without Order.cost's columns: an
     oracle for it and for the exact search."""
     from policy import ranking
-    from policy.criteria import Kind
+    from policy.criteria import TIME_TO_ROOM, Kind
 
     live = [p for p in victims if not p.terminating]
     canonical = {}
     for c in ranking.CANONICAL:
         if c is ranking.MANAGERS:
             canonical[c] = _lost_with_managers(live, facts.app_of)
+        elif c is TIME_TO_ROOM:
+            canonical[c] = _time_to_room(victims)
         elif c.kind is Kind.SUM:
             canonical[c] = sum(c.of_pod(p, facts) for p in live)
         elif c.kind is Kind.MAX:
@@ -210,6 +217,16 @@ def reference_key(victims, facts, order=None) -> tuple:
         else:
             canonical[c] = c.of_set(victims, live, facts)[0]
     return tuple(canonical[c] for c in (order or ranking.DEFAULT).criteria)
+
+
+def _time_to_room(victims) -> int:
+    """Straight from the definition (policy.criteria.time_to_room): the longest grace period
+    among the live victims, 0 without one; terminating victims count nothing."""
+    waits = [0]
+    for p in victims:
+        if not p.terminating:
+            waits.append(p.grace)
+    return max(waits)
 
 
 def _lost_with_managers(live, app_of) -> int:

@@ -39,6 +39,7 @@ ROWS = (
     ("priority_loss", "priority-weighted loss"),
     ("no_home", "victims with no home"),
     ("retries_burned", "retries burned"),
+    ("room_wait_seconds", "room wait (seconds)"),
     ("cascade", "cascade length"),
     ("pending", "pods left pending"),
 )
@@ -165,6 +166,7 @@ def _step(step: replay.Step) -> dict:
         "managed_pods_lost": step.managed_lost,
         "jobs_failed": list(step.jobs_failed),
         "retries_burned": step.retries_burned,
+        "room_wait_seconds": step.room_wait,
         "why": step.why,
     }
 

@@ -39,6 +39,7 @@ QualifiedName = Annotated[StrictStr, Field(max_length=317)]
 LabelValue = Annotated[StrictStr, Field(max_length=63)]
 Int32 = Annotated[StrictInt, Field(ge=-(2**31), le=2**31 - 1)]  # priority, PriorityClass value, ports
 Count32 = Annotated[StrictInt, Field(ge=0, le=2**31 - 1)]  # a Job's limits and counts
+Int64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]  # a pod's terminationGracePeriodSeconds
 ResourceList = dict[QualifiedName, Quantity]
 
 
@@ -164,6 +165,7 @@ class PodSpec(_Object):
     resourceClaims: list[dict[str, Any]] | None = None
     schedulingGroup: SchedulingGroup | None = None
     schedulingGates: list[Any] | None = None  # only whether there are any (translate.pod_record)
+    terminationGracePeriodSeconds: Int64 | None = None  # translate.grace_period
 
 
 class PodStatus(_Object):

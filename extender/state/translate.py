@@ -191,6 +191,7 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
         gated=bool(spec.schedulingGates),
         deletion_cost=deletion_cost((meta.annotations or {}).get(DELETION_COST)),
         job_index=jobs.index_of(annotations=meta.annotations or {}, labels=meta.labels or {}) if controller else None,
+        grace=grace_period(spec.terminationGracePeriodSeconds),
         **_lifecycle(pod, name),
     )
 
@@ -216,6 +217,7 @@ def _lifecycle(pod: kube.Pod, name) -> dict[str, Any]:
         "nominated_node_name": name(status.nominatedNodeName) or None,
         "start_time": status.startTime.timestamp() if status.startTime else None,
         "terminating": meta.deletionTimestamp is not None,
+        "deletion_deadline": meta.deletionTimestamp.timestamp() if meta.deletionTimestamp else None,
         "preempted": any(preempted(c) for c in status.conditions or ()),
     }
 
@@ -224,6 +226,19 @@ def pod_revised(old: model.Pod, pod: kube.Pod) -> model.Pod:
     """``old`` (a shared record, pod_record's) with the lifecycle fields of ``pod``, a pod whose
     other fields are those ``old`` was made from."""
     return dataclasses.replace(old, **_lifecycle(pod, _share_name))
+
+
+# What the API server writes into an absent spec.terminationGracePeriodSeconds.
+DEFAULT_GRACE = 30
+
+
+def grace_period(value: int | None) -> int:
+    """``spec.terminationGracePeriodSeconds`` as a deletion with default options uses it (what
+    kube-scheduler's preemption sends: the pod's own grace period): absent, the API server's
+    default of 30; negative, 1 (the pod registry's CheckGracefulDelete)."""
+    if value is None:
+        return DEFAULT_GRACE
+    return 1 if value < 0 else value
 
 
 _INT32 = re.compile(r"-[0-9]+|0|[1-9][0-9]*")

@@ -23,6 +23,7 @@ from policy.criteria import (
     retries_burned,
     start,
     strict_budgets,
+    time_to_room,
     top_priority,
     victims,
 )
@@ -45,6 +46,7 @@ PRIORITY_SUM = priority_sum.CRITERION
 VICTIMS = victims.CRITERION
 DELETION_COST = deletion_cost.CRITERION
 START = start.CRITERION
+TIME_TO_ROOM = time_to_room.CRITERION
 
 # The registry, in the default order.
 CANONICAL: tuple[Criterion, ...] = (
@@ -63,6 +65,7 @@ CANONICAL: tuple[Criterion, ...] = (
     PRIORITY_SUM,
     VICTIMS,
     DELETION_COST,
+    TIME_TO_ROOM,  # docs/policy.md measures the places tried
     START,  # the tie-breaker: last in every order
 )
 MOVABLE = CANONICAL[2:-1]  # what a policy may reorder
@@ -88,5 +91,5 @@ def values(pod: Pod, facts: Facts) -> tuple:
 __all__ = [
     "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "Criterion", "DELETION_COST", "Facts", "GANG_WORK", "GUARANTEED", "HOMELESS", "JOBS_FAILED", "Kind",
     "MANAGERS", "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PER_POD", "PRIORITY_SUM", "RETRIES_BURNED", "Reach", "START", "STRICT_BUDGETS", "SUMMARY", "Stay",
-    "TOP_PRIORITY", "Unit", "VICTIMS", "values",
+    "TIME_TO_ROOM", "TOP_PRIORITY", "Unit", "VICTIMS", "values",
 ]

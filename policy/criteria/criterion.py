@@ -74,6 +74,7 @@ class Reach(NamedTuple):
     start: float  # the start criterion, where the most important victims have priority ``top``
     homeless: int = 0
     deletion_cost: float = -math.inf  # the lowest pod-deletion-cost a victim can have
+    grace: float = 0  # the shortest grace period a live victim can have (policy.criteria.time_to_room)
 
 
 class Running:

@@ -112,6 +112,7 @@ def test_json_on_the_example_shows_stock_and_reprieve_disagree(capsys):
         "priority_sum": 100,
         "victims": 1,
         "highest_deletion_cost": 0,
+        "time_to_room_seconds": 30,  # the example's pods set no grace period: the API server's 30 s
         "top_victims_start": "2026-11-21T09:00:00Z",
     }
     # On node-a, report-2 (Guaranteed, stock's) against report-1 (Burstable, reprieve's).

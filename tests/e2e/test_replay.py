@@ -85,7 +85,7 @@ def _pod(scenario: Scenario, pod: dict, classes: dict[str, int], *, scheduler: s
         "spec": {
             "schedulerName": scheduler,
             "priorityClassName": scenario.priority_class(classes[spec["priorityClassName"]]),
-            "terminationGracePeriodSeconds": 1,
+            "terminationGracePeriodSeconds": spec.get("terminationGracePeriodSeconds", 1),
             "nodeSelector": {"e2e/scenario": scenario.ns},
             "containers": copy.deepcopy(spec["containers"]),
         },
@@ -127,6 +127,8 @@ def _replay(plane, scheduler: str) -> dict[str, int]:
             "managed_pods_lost": 0,  # no Spark, Ray, LeaderWorkerSet or MPI pod in the workload
             "no_home": len(victims),  # every pod is bare: nothing re-creates a victim
             "retries_burned": 0,
+            # Each preemption here evicts one pod (asserted below): its wait is that pod's grace.
+            "room_wait_seconds": sum(v["spec"]["terminationGracePeriodSeconds"] for v in victims),
             "cascade": 0,
             "pending": len(pending) - len(watch.bound_at()),
         }
@@ -155,6 +157,7 @@ def test_replay_reprieve_no_worse_than_stock_on_every_column(plane, record_prope
     stock_totals, reprieve_totals = real[replay.STOCK], real[replay.REPRIEVE]
     assert stock_totals["preemptions"] >= 30, table
     assert stock_totals["pending"] == 0 and reprieve_totals["pending"] == 0, table
+    assert all(t["victims"] == t["preemptions"] for t in real.values()), table  # one victim each: room wait is their grace
     for key in replay.Totals.FIELDS:
         assert reprieve_totals[key] <= stock_totals[key], f"reprieve worse on {key}:\n{table}"
     assert reprieve_totals["pdb_violations"] < stock_totals["pdb_violations"], table

@@ -180,6 +180,15 @@ ROWS = [
         pod("pre", priority=10, gpu=2), "n1",
     ),
     row(
+        # One Burstable bare victim each at priority 1, alike but for the grace period: n1's
+        # 60 s, n2's 0 s; n2's started earlier (100 < 200), which would make n1 the choice on
+        # the start, which comes after: n2, whose room is free at once.
+        "longest time to room",
+        view([node("n1"), node("n2")], [pod("a", node="n1", priority=1, cpu=10, start=200, grace=60),
+                                         pod("b", node="n2", priority=1, cpu=10, start=100, grace=0)]),
+        pod("pre", priority=10, cpu=10), "n2",
+    ),
+    row(
         # n1's victim has pod-deletion-cost 100, n2's none (0); alike otherwise, but n1's started
         # later (200 > 100), which would make n1 the choice on the start, which comes after.
         "highest pod-deletion-cost",

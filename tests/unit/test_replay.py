@@ -155,11 +155,11 @@ def test_stock_evicts_a_burstable_pod_for_a_pod_slot_a_best_effort_one_would_fre
     runs = replay.compare(v, [pod("urgent", cpu=2, priority=10)])
     assert runs[replay.STOCK].totals.as_dict() == {
         "preemptions": 1, "victims": 1, "pdb_violations": 0, "jobs_failed": 0, "broken_gangs": 0, "members_stranded": 0, "managed_pods_lost": 0, "guaranteed_victims": 0, "burstable_victims": 1,
-        "priority_loss": 1, "no_home": 1, "retries_burned": 0, "cascade": 0, "pending": 0,
+        "priority_loss": 1, "no_home": 1, "retries_burned": 0, "room_wait_seconds": 30, "cascade": 0, "pending": 0,
     }
     assert runs[replay.REPRIEVE].totals.as_dict() == {
         "preemptions": 1, "victims": 1, "pdb_violations": 0, "jobs_failed": 0, "broken_gangs": 0, "members_stranded": 0, "managed_pods_lost": 0, "guaranteed_victims": 0, "burstable_victims": 0,
-        "priority_loss": 1, "no_home": 1, "retries_burned": 0, "cascade": 0, "pending": 0,
+        "priority_loss": 1, "no_home": 1, "retries_burned": 0, "room_wait_seconds": 30, "cascade": 0, "pending": 0,
     }
 
 

@@ -90,6 +90,31 @@ def test_the_pod_deletion_cost_annotation(tmp_path, value, cost):
     assert loaded.deletion_cost == cost
 
 
+@pytest.mark.parametrize(
+    "grace, seconds",
+    [
+        (None, 30),  # absent: the API server's default
+        (0, 0), (60, 60), (2**40, 2**40),
+        (-5, 1),  # negative: a deletion gives it 1 s (the pod registry's CheckGracefulDelete)
+    ],
+)
+def test_the_grace_period(tmp_path, grace, seconds):
+    pod = raw_pod("a") if grace is None else raw_pod("a", terminationGracePeriodSeconds=grace)
+    [loaded] = snapshot.load(write(tmp_path, [pod])).pods.values()
+    assert loaded.grace == seconds
+    assert (loaded.terminating, loaded.deletion_deadline) == (False, None)
+
+
+@pytest.mark.parametrize("stamp", ["2026-11-26T10:01:00Z", "2026-11-26T12:01:00+02:00"])
+def test_a_terminating_pods_deadline_is_its_deletion_timestamp(tmp_path, stamp):
+    pod = raw_pod("a", nodeName="n1", terminationGracePeriodSeconds=60)
+    pod["metadata"]["deletionTimestamp"] = stamp  # deleted at 10:00:00 UTC with its 60 s
+    [loaded] = snapshot.load(write(tmp_path, [NODE, pod])).pods.values()
+    # 2026-11-26T10:01:00Z: 20,783 days after the epoch (1,795,651,200 s) and 36,060 s
+    assert loaded.terminating and loaded.deletion_deadline == 1_795_687_260.0
+    assert loaded.grace == 60
+
+
 def test_terminal_pods_hold_nothing_and_other_kinds_are_named(tmp_path, caplog):
     done = raw_pod("done", nodeName="n1")
     done["status"] = {"phase": "Succeeded"}
@@ -231,6 +256,10 @@ def test_qos_and_requests_from_the_api_shape(tmp_path):
             "(Job ns/train): spec.podFailurePolicy.rules.0.onPodConditions.0.type: Field required",
             id="job-condition-without-type",
         ),
+        pytest.param(raw_pod("a", terminationGracePeriodSeconds="30"), "(Pod ns/a): spec.terminationGracePeriodSeconds: Input should be a valid integer", id="grace-not-a-number"),
+        pytest.param(raw_pod("a", terminationGracePeriodSeconds=2**63), "(Pod ns/a): spec.terminationGracePeriodSeconds: Input should be less than or equal to", id="grace-beyond-int64"),
+        pytest.param({**raw_pod("a"), "metadata": {"name": "a", "namespace": "ns", "uid": "u-a", "deletionTimestamp": "soon"}},
+                     "(Pod ns/a): metadata.deletionTimestamp: Input should be a valid datetime", id="deletion-timestamp-not-a-time"),
         pytest.param(raw_job("train", {"backoffLimit": -1}), "(Job ns/train): spec.backoffLimit: Input should be greater than or equal to 0", id="job-negative-backoff-limit"),
         pytest.param(raw_job("train", status={"failed": "2"}), "(Job ns/train): status.failed: Input should be a valid integer", id="job-failed-not-a-number"),
         pytest.param(
