@@ -74,9 +74,6 @@ class Pod:
     # spec.terminationGracePeriodSeconds (the API server's default: 30): how long the kubelet lets
     # it stop once deleted, as kube-scheduler deletes a victim (default DeleteOptions: the pod's own)
     grace: int = 30
-    # metadata.deletionTimestamp as seconds since the epoch: the time by which a terminating pod
-    # is gone (its grace counted from the deletion); None: not terminating, or not known
-    deletion_deadline: float | None = None
 
     @property
     def key(self) -> str:

@@ -57,7 +57,6 @@ def pod(
     job: str | None = None,
     index: tuple[int, int] | None = None,
     grace: int = 30,
-    deadline: float | None = None,
     **extended: int,
 ) -> Pod:
     """``gang=(name, minimum)``: a member of a Kueue-style gang ``name`` in ``ns`` needing
@@ -65,7 +64,7 @@ def pod(
     ``kind``: its controller's kind ("ReplicaSet", "DaemonSet", ...; an owner UID is made up
     if ``owner`` is not given); ``affinity``: required nodeSelectorTerms (see ``term()``);
     ``job``: a pod of ``job(job, ns=ns)``; ``index``: (its completion index, the index's failures).
-    ``grace``: its terminationGracePeriodSeconds; ``deadline``: its deletionTimestamp (terminating).
+    ``grace``: its terminationGracePeriodSeconds.
     Its application with a manager (policy.apps) comes from ``labels``, as translate reads it."""
     requests = resources.effective_requests(containers=[units(cpu, mem, **extended)])
     if qos is None:
@@ -89,7 +88,7 @@ def pod(
         node_name=node,
         nominated_node_name=nominated,
         start_time=start,
-        terminating=terminating or deadline is not None,
+        terminating=terminating,
         preempted=preempted,
         preemption_never=never,
         unmodelled=unmodelled,
@@ -103,7 +102,6 @@ def pod(
         deletion_cost=deletion_cost,
         job_index=None if index is None else JobIndex(*index),
         grace=grace,
-        deletion_deadline=deadline,
     )
 
 

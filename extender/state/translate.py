@@ -217,7 +217,6 @@ def _lifecycle(pod: kube.Pod, name) -> dict[str, Any]:
         "nominated_node_name": name(status.nominatedNodeName) or None,
         "start_time": status.startTime.timestamp() if status.startTime else None,
         "terminating": meta.deletionTimestamp is not None,
-        "deletion_deadline": meta.deletionTimestamp.timestamp() if meta.deletionTimestamp else None,
         "preempted": any(preempted(c) for c in status.conditions or ()),
     }
 

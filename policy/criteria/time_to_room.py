@@ -9,7 +9,7 @@ one).
 Terminating victims count nothing, like every other criterion: reprieve names every terminating
 lower-priority pod a node has (they leave anyway), where stock's reprieve step may keep some,
 and the scheduler binds once the preemptor fits, not once every named pod is gone; so a
-terminating victim's deadline (``Pod.deletion_deadline``) says nothing of one set's wait against
+terminating victim's deadline (its ``metadata.deletionTimestamp``) says nothing of one set's wait against
 another's on the node (counted, reprieve's set would wait longer than stock's for a terminating
 pod the room never needed). Counting only the terminating pods the room needs would not do
 either: the more live victims, the less room is awaited from them, so a set's value would drop

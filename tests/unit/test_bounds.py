@@ -13,7 +13,7 @@ from policy.model import InFlight, PriorityClass
 from policy.preempt import Proposal, Verdict, decide
 from policy.victims import Choosing, VictimSelection, select_victims
 from tests.builders import group, node, pdb, pod, view
-from tests.unit.test_preempt_vs_stock import B, BE, G, GRACES, JOB_OF, JOBS, NOW, ROLES, running_pods
+from tests.unit.test_preempt_vs_stock import B, BE, G, GRACES, JOB_OF, JOBS, ROLES, running_pods
 
 
 def _pods(running, on: str, *, prefix: str = ""):
@@ -24,7 +24,7 @@ def _pods(running, on: str, *, prefix: str = ""):
             pc="optout" if i % 4 == 1 else "", gang=(f"g{gang}", None) if gang else None,
             kind=(None, "ReplicaSet", "ReplicaSet", "DaemonSet")[i % 4],  # policy.homes: who re-creates it
             deletion_cost=(start * 7 + i) % 5 - 2,  # -2..2: the deletion-cost bound, negative costs too
-            job=JOB_OF[owner], grace=GRACES[(start + i) % 3], deadline=NOW + start % 4 * 25 if term == 0 else None,
+            job=JOB_OF[owner], grace=GRACES[(start + i) % 3],
         )
         for i, (prio, cpu, qos, start, budgeted, term, gang, role, owner) in enumerate(running)
     ]

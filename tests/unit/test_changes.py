@@ -245,20 +245,6 @@ def test_a_bind_is_revised_from_the_lifecycle_fields_alone(monkeypatch):
     assert whole == []
 
 
-def test_a_deletion_and_a_shorter_one_are_revised_with_their_deadlines(monkeypatch):
-    # A pod deleted with its 30 s grace (deadline 10:00:30), then again with 5 s at 10:00:10
-    # (the API server moves the deadline to 10:00:15): the time to room reads each deadline.
-    decoder, classes = Decoder(POD), CLASSES[1]
-    raw = changed(base_pod(), [("field", ("spec", "nodeName"), "n1")])
-    applied = decoder.list([([raw], classes)])
-    monkeypatch.setattr("extender.live.changes.record_of", lambda *a: pytest.fail("decoded whole"))
-    for stamp, deadline in (("2026-11-26T10:00:30Z", 1_795_687_230.0), ("2026-11-26T10:00:15Z", 1_795_687_215.0)):
-        raw = changed(raw, [("field", ("metadata", "deletionTimestamp"), stamp)])
-        key, record = decoder.event({"type": "MODIFIED", "object": raw}, classes, applied.get)
-        assert record == dataclasses.replace(applied[key], terminating=True, deletion_deadline=deadline)
-        applied[key] = record
-
-
 def test_a_new_grace_period_is_not_unchanged():
     decoder, classes = Decoder(POD), CLASSES[1]
     raw = base_pod()

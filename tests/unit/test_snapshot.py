@@ -102,17 +102,6 @@ def test_the_grace_period(tmp_path, grace, seconds):
     pod = raw_pod("a") if grace is None else raw_pod("a", terminationGracePeriodSeconds=grace)
     [loaded] = snapshot.load(write(tmp_path, [pod])).pods.values()
     assert loaded.grace == seconds
-    assert (loaded.terminating, loaded.deletion_deadline) == (False, None)
-
-
-@pytest.mark.parametrize("stamp", ["2026-11-26T10:01:00Z", "2026-11-26T12:01:00+02:00"])
-def test_a_terminating_pods_deadline_is_its_deletion_timestamp(tmp_path, stamp):
-    pod = raw_pod("a", nodeName="n1", terminationGracePeriodSeconds=60)
-    pod["metadata"]["deletionTimestamp"] = stamp  # deleted at 10:00:00 UTC with its 60 s
-    [loaded] = snapshot.load(write(tmp_path, [NODE, pod])).pods.values()
-    # 2026-11-26T10:01:00Z: 20,783 days after the epoch (1,795,651,200 s) and 36,060 s
-    assert loaded.terminating and loaded.deletion_deadline == 1_795_687_260.0
-    assert loaded.grace == 60
 
 
 def test_terminal_pods_hold_nothing_and_other_kinds_are_named(tmp_path, caplog):

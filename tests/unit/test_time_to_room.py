@@ -16,9 +16,9 @@ def test_a_sets_time_to_room_is_its_longest_live_grace():
     assert time_to_room([quick, drain, slow]) == 60  # max(0, 5, 60)
     assert time_to_room([quick]) == 0
     assert time_to_room([]) == 0
-    # A terminating victim counts nothing, whatever its deadline: it leaves anyway (see the
+    # A terminating victim counts nothing, whatever its grace: it leaves anyway (see the
     # module's docstring), so max(5) = 5.
-    assert time_to_room([drain, pod("leaving", grace=600, deadline=10_000.0)]) == 5
+    assert time_to_room([drain, pod("leaving", grace=600, terminating=True)]) == 5
     assert time_to_room([pod("default")]) == 30  # the API server's default grace
 
 
@@ -66,9 +66,9 @@ def test_the_bound_is_the_shortest_grace_among_the_candidates():
 
 def test_the_cost_counts_live_victims_only():
     facts = Facts(lambda p: ())
-    key = ranking.DEFAULT.cost([pod("a", grace=5), pod("t", grace=300, deadline=1.0)], facts)
+    key = ranking.DEFAULT.cost([pod("a", grace=5), pod("t", grace=300, terminating=True)], facts)
     assert key.value(TIME_TO_ROOM) == 5
-    assert ranking.DEFAULT.cost([pod("t", grace=300, deadline=1.0)], facts).value(TIME_TO_ROOM) == 0
+    assert ranking.DEFAULT.cost([pod("t", grace=300, terminating=True)], facts).value(TIME_TO_ROOM) == 0
 
 
 def test_simulate_sums_each_preemptions_longest_grace():
