@@ -6,15 +6,25 @@ Pressure is the load against the cluster's size: the same pending pods on fewer 
 the seeds, the priority-weighted loss, the victims, the high-priority pods left pending and the
 pods not running at the end (victims not replaced and pods left pending), and counts the seeds
 where reprieve's priority-weighted loss is at most stock's. It draws the loss against pressure
-as an SVG (no plotting library: a few lines and points)."""
+as an SVG (no plotting library: a few lines and points). It also sums what reprieve's own
+criteria protect (PDB violations, Jobs failed, Guaranteed victims): where reprieve loses more
+priority-weighted work, those rows show what it kept instead (docs/policy.md, "Under pressure").
+
+Run alone it prints the tables, for a smaller grid or another ranking order, e.g.
+``python bench/pressure.py --shapes 3 --seeds 5 --ranking "highest victim priority" "sum of victim priorities"``."""
 
 from __future__ import annotations
 
+import argparse
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from extender.commands.simulate import generated
-from policy import replay, scoring
+from policy import ranking, replay, scoring
 from policy.view import ClusterView
 
 LEVELS = (0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5)
@@ -46,6 +56,9 @@ MEASURES = (
     ("victims", "victims"),
     ("high_pending", "high-priority pods left pending"),
     ("not_running", "pods not running at the end"),
+    ("pdb_violations", "PDB violations"),
+    ("jobs_failed", "Jobs failed"),
+    ("guaranteed_victims", "Guaranteed victims"),
 )
 
 
@@ -61,6 +74,9 @@ def measure(run: replay.Run, start: ClusterView, pending: Sequence, high: int) -
         # replacements (name-r) inherit their victim's priority, which is never high
         "high_pending": sum(1 for key in left if priority.get(key, -1) >= high),
         "not_running": len(originals - running),
+        "pdb_violations": run.totals.pdb_violations,
+        "jobs_failed": run.totals.jobs_failed,
+        "guaranteed_victims": run.totals.guaranteed_victims,
     }
 
 
@@ -71,21 +87,25 @@ def _original(uid: str) -> str:
     return uid
 
 
-def sweep(shape: Shape, *, replace: bool = False) -> dict[float, dict]:
-    """Per level: each side's measures summed over SEEDS, and the seeds where reprieve's loss <= stock's."""
+def sweep(
+    shape: Shape, *, replace: bool = False, seeds: Sequence[int] = SEEDS, levels: Sequence[float] = LEVELS,
+    reprieve: replay.Decider | None = None,
+) -> dict[float, dict]:
+    """Per level: each side's measures summed over ``seeds``, and the seeds where reprieve's loss <= stock's;
+    ``reprieve``: reprieve's decider if not the plain one (replay.reprieve_with: another order)."""
     out = {}
-    for level in LEVELS:
+    for level in levels:
         sums = {side: dict.fromkeys((k for k, _ in MEASURES), 0) for side in (replay.STOCK, replay.REPRIEVE)}
         at_most = 0
-        for seed in SEEDS:
+        for seed in seeds:
             made = generated(shape.count, seed=seed, shape=shape.shape, pressure=level)
-            runs = replay.compare(made.view, made.pending, replace=replace, placement=shape.placement)
+            runs = replay.compare(made.view, made.pending, replace=replace, placement=shape.placement, reprieve=reprieve)
             got = {side: measure(r, made.view, made.pending, shape.high) for side, r in runs.items()}
             for side, values in got.items():
                 for key, value in values.items():
                     sums[side][key] += value
             at_most += got[replay.REPRIEVE]["priority_loss"] <= got[replay.STOCK]["priority_loss"]
-        out[level] = {"sums": sums, "at_most": at_most}
+        out[level] = {"sums": sums, "at_most": at_most, "seeds": len(seeds)}
     return out
 
 
@@ -97,7 +117,7 @@ def table(shape: Shape, result: dict[float, dict]) -> str:
         for key, _ in MEASURES:
             a, b = r["sums"][replay.STOCK][key], r["sums"][replay.REPRIEVE][key]
             cells.append(f"{a} / **{b}**" if b > a else f"{a} / {b}")
-        lines.append(f"| {level:.0%} | " + " | ".join(cells) + f" | {r['at_most']} of {len(SEEDS)} |")
+        lines.append(f"| {level:.0%} | " + " | ".join(cells) + f" | {r['at_most']} of {r['seeds']} |")
     return "\n".join(lines)
 
 
@@ -135,3 +155,29 @@ def svg(title: str, result: dict[float, dict], key: str = "priority_loss", width
         "</svg>",
     ]
     return "\n".join(parts) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="The pressure sweep: stock against reprieve, a table per shape.")
+    parser.add_argument("--shapes", type=int, nargs="+", default=range(1, len(SHAPES) + 1), metavar="N",
+                        help=f"which shapes, 1-{len(SHAPES)}: " + "; ".join(s.title for s in SHAPES))
+    parser.add_argument("--seeds", type=int, default=len(SEEDS), help="seeds 0..N-1 per level")
+    parser.add_argument("--levels", type=float, nargs="+", default=LEVELS, metavar="PRESSURE")
+    parser.add_argument("--ranking", nargs="+", metavar="CRITERION", help="reprieve under this order, as a policy's ranking")
+    args = parser.parse_args(argv)
+    try:
+        order = ranking.Order.named(args.ranking) if args.ranking else None
+    except ValueError as e:
+        parser.error(f"--ranking{e}")
+    if any(not 1 <= n <= len(SHAPES) for n in args.shapes):
+        parser.error(f"--shapes: each from 1 to {len(SHAPES)}")
+    decider = replay.reprieve_with(order=order) if order is not None else None
+    for n in args.shapes:
+        shape = SHAPES[n - 1]
+        result = sweep(shape, seeds=range(args.seeds), levels=args.levels, reprieve=decider)
+        print(f"### {shape.title}\n\n{table(shape, result)}\n", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
