@@ -16,7 +16,7 @@ from policy.qos import QoS
 from policy.victims import Choosing, select_victims
 from policy.jobs import OnDisruption
 from tests.builders import group, job, job_uid, node, pdb, pod, reference_key, view
-from tests.unit.test_preempt_vs_stock import GRACES, NOW
+from tests.unit.test_preempt_vs_stock import GRACES
 
 G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
 NOTHING = (math.inf,)
@@ -141,7 +141,7 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
                     **ROLES[role]},
             terminating=flag == 0, gang=GANGS.get(flag), job=owner or None,
             index=(i % 2, i % 2) if owner == "indexed" else None,
-            grace=GRACES[(start + i) % 3], deadline=NOW + start * 25 if flag == 0 else None,
+            grace=GRACES[(start + i) % 3],
         )
         for i, ((prio, cpu, mem, qos, start, budgets, flag, owner), role) in enumerate(zip(running, roles))
     ]

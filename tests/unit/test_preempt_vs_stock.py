@@ -25,10 +25,8 @@ from tests.builders import cost_key, group, job, node, pdb, pod, view
 G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
 
 
-# The grace periods the property tests' pods draw from, and the moment their terminating pods'
-# deadlines count from (up to 75 s after it): policy.criteria.time_to_room counts only the live
-# victims' grace (a terminating pod reprieve names but stock reprieves must not count).
-NOW = 1_000.0
+# The grace periods the property tests' pods draw from: policy.criteria.time_to_room counts only
+# the live victims' grace (a terminating pod reprieve names but stock reprieves must not count).
 GRACES = (0, 30, 60)
 
 
@@ -130,7 +128,7 @@ def test_reprieve_never_costs_more_than_stock_on_a_node(
             f"p{i}", node="n1", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
             labels={"app": "a" if budgeted else f"x{i}", **ROLES[role]}, terminating=term == 0,
             gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4], job=JOB_OF[owner],
-            grace=GRACES[(start + i) % 3], deadline=NOW + start % 4 * 25 if term == 0 else None,
+            grace=GRACES[(start + i) % 3],
         )
         for i, (prio, cpu, qos, start, budgeted, term, gang, role, owner) in enumerate(running)
     ]
@@ -194,7 +192,7 @@ def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
             f"p{i}", node=f"n{n}", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
             labels={"app": ("x", "a", "b")[budget], "id": str(i), **ROLES[role]}, terminating=term == 0,
             gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4], job=JOB_OF[owner],
-            grace=GRACES[(start + i) % 3], deadline=NOW + start % 4 * 25 if term == 0 else None,
+            grace=GRACES[(start + i) % 3],
         )
         for i, (n, prio, cpu, qos, start, budget, term, gang, role, owner) in enumerate(running)
     ]
@@ -242,7 +240,7 @@ def test_stocks_victims_are_costed_as_reprieves_own_and_never_cheaper(
             f"p{i}", node=f"n{n}", priority=prio, cpu=cpu, qos=qos if cpu else BE, start=start,
             labels={"app": ("x", "a", "b")[budget], "id": str(i), **ROLES[role]}, terminating=term == 0,
             gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4], job=JOB_OF[owner],
-            grace=GRACES[(start + i) % 3], deadline=NOW + start % 4 * 25 if term == 0 else None,
+            grace=GRACES[(start + i) % 3],
         )
         for i, (n, prio, cpu, qos, start, budget, term, gang, role, owner) in enumerate(running)
     ]
