@@ -204,7 +204,8 @@ class Floors:
         """``found`` with its bound on victims with no home: the victims less the candidates
         whose shape has a home off this node (looked up in this view: never kept)."""
         home = self._homes.home
-        homed = sum(count for pod, count in summary.shapes if home(pod, excluding=name) is not None)
+        shapes = summary.shapes  # most nodes' pods have none: no generator for them
+        homed = sum(count for pod, count in shapes if home(pod, excluding=name) is not None) if shapes else 0
         least = found[_VICTIMS] - homed
         if least <= 0:
             return found

@@ -645,15 +645,19 @@ def _reprieve(room, checked, live, leaving, key_of) -> tuple[list[Pod], int]:
     # Pods of one workload share one requests vector: its checked amounts are looked up once.
     amounts: dict[int, tuple[int, ...]] = {}
     left = [room[r] for r in checked]
+    width = range(len(left))
     for pod in order:
         needs = amounts.get(id(pod.requests))
         if needs is None:
             needs = amounts[id(pod.requests)] = tuple(pod.requests.get(r, 0) for r in checked)
-        if all(n <= free for n, free in zip(needs, left)):
-            left = [free - n for n, free in zip(needs, left)]
-            reprieved += 1
+        for i in width:  # a plain loop: this runs for every pod of every greedy order
+            if needs[i] > left[i]:
+                victims.append(pod)
+                break
         else:
-            victims.append(pod)
+            for i in width:
+                left[i] -= needs[i]
+            reprieved += 1
     return victims, reprieved
 
 

@@ -95,7 +95,7 @@ def _floors(request: Request, floor: bounds.Floors) -> Callable[[str, Proposal],
 
     def floor_of(name: str, proposal: Proposal) -> tuple | None:
         node = nodes.get(name)
-        if node is None or preemptor.unmodelled or blockers(name):
+        if node is None or blockers(name):
             return None
         proposed = []
         for uid in proposal.uids:
@@ -108,7 +108,7 @@ def _floors(request: Request, floor: bounds.Floors) -> Callable[[str, Proposal],
         here = records_here(view, node, preemptor, in_flight, proposed)  # as evaluate holds them
         return floor(here.node, here.reservations, kept_with_view=here.node is node)
 
-    return floor_of
+    return (lambda name, proposal: None) if preemptor.unmodelled else floor_of
 
 
 def _unsolved(winner: NodeOutcome) -> Callable[[str, tuple], NodeOutcome]:
