@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
+from itertools import compress, count
+from operator import ne
 
 from policy import bounds, ranking
 from policy.causes import Cause
@@ -127,9 +129,10 @@ def _unsolved(winner: NodeOutcome) -> Callable[[str, tuple], NodeOutcome]:
     their bounds alike on this criterion: each reason is written once."""
     written: dict[tuple, str] = {}
     victims = winner.cost.layout.position(ranking.VICTIMS)
+    key = winner.cost.key
 
     def outcome(name: str, floor: tuple) -> NodeOutcome:
-        step = next((i for i, (a, b) in enumerate(zip(floor, winner.cost.key)) if a != b), None)
+        step = next(compress(count(), map(ne, floor, key)), None)  # the first criterion they differ on
         # The text shows the floor on this criterion (and the number of victims, which the words
         # of the sum of priorities read: policy.criteria.priority_sum).
         here = None if step is None else (floor[step], floor[victims])
