@@ -127,7 +127,7 @@ def _unsolved(winner: NodeOutcome) -> Callable[[str, tuple], NodeOutcome]:
     """(name, floor) -> the outcome of a node not solved: even its lower bound costs more than
     ``winner``'s victims, or as much, and ``winner``'s name sorts first. Up to 500 per request,
     their bounds alike on this criterion: each reason is written once."""
-    written: dict[tuple, str] = {}
+    written: dict[tuple, tuple[str]] = {}
     victims = winner.cost.layout.position(ranking.VICTIMS)
     key = winner.cost.key
 
@@ -136,8 +136,8 @@ def _unsolved(winner: NodeOutcome) -> Callable[[str, tuple], NodeOutcome]:
         # The text shows the floor on this criterion (and the number of victims, which the words
         # of the sum of priorities read: policy.criteria.priority_sum).
         here = None if step is None else (floor[step], floor[victims])
-        reason = written.get((step, here))
-        if reason is None:
+        reasons = written.get((step, here))
+        if reasons is None:
             if step is None:
                 why = f"at best ties with {winner.node}, which sorts first"
             else:
@@ -146,8 +146,8 @@ def _unsolved(winner: NodeOutcome) -> Callable[[str, tuple], NodeOutcome]:
                     f"{layout.criteria[step].name} {ranking.Cost(floor, layout).at_least(step)} here vs "
                     f"{winner.cost.best(step)}"
                 )
-            reason = written[(step, here)] = f"not solved: cannot beat {winner.node}: {why}"
-        return NodeOutcome(name, Verdict.OUTRANKED, Cause.NOT_SOLVED, reasons=(reason,))
+            reasons = written[(step, here)] = (f"not solved: cannot beat {winner.node}: {why}",)
+        return NodeOutcome(name, Verdict.OUTRANKED, Cause.NOT_SOLVED, reasons=reasons)
 
     return outcome
 
