@@ -134,18 +134,24 @@ def _count(ctx: Context, proposals: Mapping[str, Proposal], decision: PreemptDec
         m.pdb_violations.labels("reprieve").inc(min(p.num_pdb_violations for p in decision.answer.values()))
 
 
+# An enum's value, looked up: the log line reads two per node, up to 500 nodes.
+_VALUE = {e: e.value for e in (*Verdict, *Cause)}
+
+
 def _details(view: ClusterView, proposals: Mapping[str, Proposal], decision: PreemptDecision) -> dict:
     outcomes = {o.node: o for o in decision.outcomes}
+    pods = view.pods
+    shown: dict[tuple[str, ...], list[str]] = {}  # reasons as logged: the nodes left unsolved share a few
 
     def proposed(node: str) -> list[str]:
-        return [view.pods[uid].key if uid in view.pods else uid for uid in proposals[node].uids]
+        return [pod.key if (pod := pods.get(uid)) is not None else uid for uid in proposals[node].uids]
 
     nodes = {}
     for name in sorted(proposals):
         o = outcomes.get(name)
         entry = {}
         if o is not None:  # None: the preemptor was refused before any node was judged
-            entry = {"verdict": o.verdict.value, "cause": o.cause.value, "victims": [v.key for v in o.victims]}
+            entry = {"verdict": _VALUE[o.verdict], "cause": _VALUE[o.cause], "victims": [v.key for v in o.victims]}
             # None: not solved (policy.preempt), its violations were never counted.
             entry["pdb_violations"] = None if o.cause is Cause.NOT_SOLVED else o.violations.count
         entry["proposed"] = proposed(name)
@@ -154,7 +160,10 @@ def _details(view: ClusterView, proposals: Mapping[str, Proposal], decision: Pre
             # policy.preempt costs the proposal on the node offered where reprieve's victims differ.
             entry["against_proposed"] = times.readable(o.cost.decided_by(o.proposed_cost))
         if o is not None:
-            entry["reasons"] = [times.readable(r) for r in o.reasons]
+            readable = shown.get(o.reasons)
+            if readable is None:
+                readable = shown[o.reasons] = [times.readable(r) for r in o.reasons]
+            entry["reasons"] = list(readable)
         nodes[name] = entry
     return {
         "candidates": len(proposals),
