@@ -60,7 +60,7 @@ bench-serving: $(STAMP)
 
 ## The same at 5,000 nodes / 150,000 pods / 500 preempt candidates (~5 min; BASELINE=rev adds a side-by-side run).
 bench-scale: $(STAMP)
-	$(PY) bench/verbs.py --nodes 5000 --pods 150000 --candidates 500 --rounds 50 $(if $(BASELINE),--baseline $(BASELINE)) 2>/dev/null
+	$(PY) bench/verbs.py --nodes 5000 --pods 150000 --candidates 500 --rounds 50 $(if $(BASELINE),--baseline $(BASELINE)) $(if $(CPU),--cpu) 2>/dev/null
 
 ## Victim choice: greedy orders alone vs with the exact search (docs/benchmarks.md).
 bench-victims: $(STAMP)

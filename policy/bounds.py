@@ -177,11 +177,27 @@ class Floors:
         self._view = view
         self._priority = priority
         self._asked = tuple((r, preemptor.requests[r]) for r in resources.checked_resources(preemptor.requests))
-        # The floor of a node of the view with no room held there depends on nothing else:
-        # kept with the view, for the next preemptor asking the same (a burst of replicas).
+        # The floor of a node of the view with no room held there depends on nothing else but
+        # the order and where its victims could go: kept with the view, for the next preemptor
+        # asking the same (a burst of replicas), whole where no pod of the node has a shape
+        # with an owner (else _with_homeless looks their homes up per request).
         self._plain = view.summary(
-            (BUDGETS, REQUEST, "floor", priority, self._asked), lambda node, _: self._floor(self._below(node.name), ())
+            (BUDGETS, REQUEST, "floor", priority, self._asked, tuple(c.name for c in order.criteria), homes is not None),
+            lambda node, _: self._kept(node.name),
         )
+
+    def _kept(self, name: str) -> tuple[tuple, bool]:
+        """(floor, whole) of node ``name`` with no room held: whole, in this order, where no
+        home can change it; else as _floor found it."""
+        below = self._below(name)
+        found = self._floor(below, ())
+        if found is NO_ROOM or found is FREE:
+            return found, True  # FREE: each request's own ``free`` (policy.preempt tells it by identity)
+        if self._homes is None:
+            return self._order.arrange(found), True
+        if not below.shapes:
+            return self._order.arrange(self._with_homeless(found, name, below)), True
+        return found, False
 
     def __call__(self, info: NodeInfo, reservations: Sequence[Pod], *, kept_with_view: bool = True) -> tuple:
         """A lower bound on policy.ranking's key for any victims select_victims may pick on
@@ -193,7 +209,9 @@ class Floors:
         if summary is not None:
             found = self._floor(summary, reservations)
         elif not reservations:
-            found = self._plain(info.name)
+            found, whole = self._plain(info.name)
+            if whole:
+                return self.free if found is FREE else found
         else:
             found = self._floor(self._below(info.name), reservations)
         if found is NO_ROOM:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from policy import apps, exact, gangs, jobs, ranking, resources
@@ -39,6 +39,9 @@ class Choosing:
     strict_of: BudgetsOf | None = None  # the strict budgets covering a pod (policy.guards)
     app_of: apps.AppOf | None = None  # applications with a manager (policy.apps)
     stake_of: jobs.StakeOf | None = None  # what evicting a pod costs its Job (policy.jobs)
+    # The greedy orders' cheapest result per node and inputs (_greedy_best), kept for the
+    # request: policy.preempt asks again for the node it offers, with the swap pass.
+    greedy: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,8 +245,9 @@ def _attempt(
         choosing.budgets_of, choosing.gang_of, first, no_home,
         app_of=choosing.app_of, strict_of=choosing.strict_of, stake_of=choosing.stake_of,
     )
-    greedy = _orders(live, [p for p in candidates if p.terminating], facts, checked)
-    best = _best_reprieve(exact.Search(room, checked, live, leaving, facts, choosing.order), greedy, here, choosing.screen)
+    search = exact.Search(room, checked, live, leaving, facts, choosing.order)
+    greedy = _greedy_best(here, choosing, search, candidates, first)
+    best = _best_reprieve(search, greedy, here, choosing.screen)
     # Law 2 over the whole set: if the reprieve takes too much from some queue, choose again,
     # least important first, skipping pods whose queue could not afford them.
     screen = choosing.screen
@@ -505,16 +509,33 @@ class _Best(NamedTuple):
     searched: str  # how a search (policy.exact) beat the greedy orders, or ""
 
 
-def _best_reprieve(
-    search: exact.Search, greedy: list, here: _Here, screen: Screen | None
+def _greedy_best(
+    here: _Here, choosing: Choosing, search: exact.Search, candidates: list[Pod], first: frozenset[str]
 ) -> _Best:
-    """Reprieve in each ``greedy`` order and keep the cheapest result by the ranking's order
-    (ties: the earlier greedy order); then look for a cheaper set (policy.exact): every set when the node
+    """_best_greedy over _orders, once per request for the same node and inputs (the node
+    offered is judged again with the swap pass): keyed by the node's name, the candidates and
+    terminating pods named (the objects, kept alive beside the result so that their ids stay
+    theirs), the room, the pods spared first and the floor; the rest is the request's."""
+    at_least = here.at_least
+    key = (
+        here.node.name, tuple(map(id, candidates)), tuple(map(id, search.leaving)), tuple(search.room.items()), first,
+        None if at_least is None else tuple(sorted(at_least.items())),
+    )
+    kept = choosing.greedy.get(key)
+    if kept is None:
+        terminating = [p for p in candidates if p.terminating]
+        best = _best_greedy(search, _orders(search.live, terminating, search.facts, search.checked), at_least)
+        kept = choosing.greedy[key] = (tuple(candidates), tuple(search.leaving), best)
+    return kept[2]
+
+
+def _best_reprieve(search: exact.Search, best: _Best, here: _Here, screen: Screen | None) -> _Best:
+    """``best``, the cheapest of the greedy orders by the ranking's order (_greedy_best; ties:
+    the earlier greedy order), or a cheaper set (policy.exact): every set when the node
     has few candidates, single swaps when it has many (and ``here.swap``). Terminating victims are
     named only if in ``search.leaving``; a result that names less than ``here.at_least`` is not
     taken, and a searched set the rules refuse (``screen``, law 2) does not replace a greedy one
     they accept."""
-    best = _best_greedy(search, greedy, here.at_least)
     if len(search.live) <= exact.EXACT_LIMIT:
         better = exact.cheapest(search, beat=best.cost.key)
         how = "no greedy order was cheapest: the cheapest of every set"
@@ -624,15 +645,19 @@ def _reprieve(room, checked, live, leaving, key_of) -> tuple[list[Pod], int]:
     # Pods of one workload share one requests vector: its checked amounts are looked up once.
     amounts: dict[int, tuple[int, ...]] = {}
     left = [room[r] for r in checked]
+    width = range(len(left))
     for pod in order:
         needs = amounts.get(id(pod.requests))
         if needs is None:
             needs = amounts[id(pod.requests)] = tuple(pod.requests.get(r, 0) for r in checked)
-        if all(n <= free for n, free in zip(needs, left)):
-            left = [free - n for n, free in zip(needs, left)]
-            reprieved += 1
+        for i in width:  # a plain loop: this runs for every pod of every greedy order
+            if needs[i] > left[i]:
+                victims.append(pod)
+                break
         else:
-            victims.append(pod)
+            for i in width:
+                left[i] -= needs[i]
+            reprieved += 1
     return victims, reprieved
 
 

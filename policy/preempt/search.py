@@ -4,7 +4,10 @@ unsolved marked with why they cannot win."""
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
+from itertools import compress, count
+from operator import ne
 
 from policy import bounds, ranking
 from policy.causes import Cause
@@ -12,6 +15,7 @@ from policy.preempt.candidate import anti_affinity, evaluate
 from policy.preempt.decision import NodeOutcome, Proposal, Verdict
 from policy.preempt.held import holds_against, records_here
 from policy.preempt.request import Request
+from policy.view import NodeInfo
 
 
 def outcomes_by_node(request: Request) -> dict[str, NodeOutcome]:
@@ -48,12 +52,15 @@ def _judge(request: Request) -> tuple[dict[str, NodeOutcome], list[tuple[tuple, 
         else:
             floors.append((floor, name))
     best = min(((o.cost.key, n) for n, o in solved.items() if o.cost is not None), default=None)
-    floors.sort()
-    for i, (floor, name) in enumerate(floors):
+    # Taken lowest first from a heap: a few are solved, the hundreds left need no order.
+    heapq.heapify(floors)
+    while floors:
+        floor, name = floors[0]
         # A node that needs no live victim may be one where the pod only waits for pods
         # already terminating (Cause.LEAVING), which overrides every cost: always solved.
         if best is not None and (floor, name) > best and floor is not floors_of.free:  # floors: not exhaustive
-            return solved, floors[i:]
+            return solved, floors
+        heapq.heappop(floors)
         outcome = solved[name] = evaluate(request, name)
         if outcome.cost is not None and (best is None or (outcome.cost.key, name) < best):
             best = (outcome.cost.key, name)
@@ -86,41 +93,51 @@ def _floors(request: Request, floor: bounds.Floors) -> Callable[[str, Proposal],
     500 candidates each ask."""
     view, preemptor, in_flight = request.view, request.preemptor, request.in_flight
     changed = {f.node for f in in_flight if holds_against(f, preemptor)}
-    blockers = view.summary(("anti-affinity",), anti_affinity)  # candidate._unmodelled
+    screening = view.summary(("screening",), _screening)
     nodes, pods, nominated = view.nodes, view.pods, view.nominated
 
     def floor_of(name: str, proposal: Proposal) -> tuple | None:
         node = nodes.get(name)
-        if node is None or preemptor.unmodelled or blockers(name):
+        if node is None:
             return None
-        proposed = []
+        blockers, on_node = screening(name)
+        if blockers:
+            return None
         for uid in proposal.uids:
-            pod = pods.get(uid)
-            if pod is None or pod.node_name != name:
+            if uid not in on_node:
                 return None  # a victim unknown on this node: passed through
-            proposed.append(pod)
         if name not in nominated and name not in changed:
             return floor(node, ())
+        proposed = [pods[uid] for uid in proposal.uids]
         here = records_here(view, node, preemptor, in_flight, proposed)  # as evaluate holds them
         return floor(here.node, here.reservations, kept_with_view=here.node is node)
 
-    return floor_of
+    return (lambda name, proposal: None) if preemptor.unmodelled else floor_of
+
+
+def _screening(node: NodeInfo, _: tuple) -> tuple[tuple[str, ...], frozenset[str]]:
+    """The pods on the node with required anti-affinity (candidate._unmodelled) and the UIDs of
+    every pod on it (candidate._unresolved), kept with the view: up to 500 proposals a request
+    are checked against them, and a small set per node is several times cheaper to ask than
+    the view's every pod by UID with the request's own strings."""
+    return anti_affinity(node, ()), frozenset(p.uid for p in node.pods)
 
 
 def _unsolved(winner: NodeOutcome) -> Callable[[str, tuple], NodeOutcome]:
     """(name, floor) -> the outcome of a node not solved: even its lower bound costs more than
     ``winner``'s victims, or as much, and ``winner``'s name sorts first. Up to 500 per request,
     their bounds alike on this criterion: each reason is written once."""
-    written: dict[tuple, str] = {}
+    written: dict[tuple, tuple[str]] = {}
     victims = winner.cost.layout.position(ranking.VICTIMS)
+    key = winner.cost.key
 
     def outcome(name: str, floor: tuple) -> NodeOutcome:
-        step = next((i for i, (a, b) in enumerate(zip(floor, winner.cost.key)) if a != b), None)
+        step = next(compress(count(), map(ne, floor, key)), None)  # the first criterion they differ on
         # The text shows the floor on this criterion (and the number of victims, which the words
         # of the sum of priorities read: policy.criteria.priority_sum).
         here = None if step is None else (floor[step], floor[victims])
-        reason = written.get((step, here))
-        if reason is None:
+        reasons = written.get((step, here))
+        if reasons is None:
             if step is None:
                 why = f"at best ties with {winner.node}, which sorts first"
             else:
@@ -129,8 +146,8 @@ def _unsolved(winner: NodeOutcome) -> Callable[[str, tuple], NodeOutcome]:
                     f"{layout.criteria[step].name} {ranking.Cost(floor, layout).at_least(step)} here vs "
                     f"{winner.cost.best(step)}"
                 )
-            reason = written[(step, here)] = f"not solved: cannot beat {winner.node}: {why}"
-        return NodeOutcome(name, Verdict.OUTRANKED, Cause.NOT_SOLVED, reasons=(reason,))
+            reasons = written[(step, here)] = (f"not solved: cannot beat {winner.node}: {why}",)
+        return NodeOutcome(name, Verdict.OUTRANKED, Cause.NOT_SOLVED, reasons=reasons)
 
     return outcome
 

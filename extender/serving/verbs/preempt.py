@@ -27,6 +27,7 @@ def handle(body: bytes, ctx: Context) -> bytes:
     if ctx.view is None:
         return ctx.not_ready("preempt", lambda: _answer(proposals))
     preemptor = translate.pod_record(args.pod, ctx.view.priority_classes, shared=False)
+    del args  # its hundreds of proposal dicts: freed now, not carried through the decision
     policy = ctx.standings
     decision = decide(
         view=ctx.view,
@@ -117,9 +118,10 @@ def _differs(proposals: Mapping[str, Proposal], answer: Mapping[str, Proposal]) 
 
 def _count(ctx: Context, proposals: Mapping[str, Proposal], decision: PreemptDecision) -> None:
     m = ctx.metrics
-    # Counted per label pair, not per node: up to 500 candidates per call.
-    for (verdict, cause), n in Counter((o.verdict.value, o.cause.value) for o in decision.outcomes).items():
-        m.preempt_nodes.labels(verdict, cause).inc(n)
+    # Counted per label pair, not per node: up to 500 candidates per call (an enum's value is
+    # read once per pair).
+    for (verdict, cause), n in Counter([(o.verdict, o.cause) for o in decision.outcomes]).items():
+        m.preempt_nodes.labels(verdict.value, cause.value).inc(n)
     # The victims that will go (reprieve offers one node).
     first = next((o for o in decision.outcomes if o.verdict is Verdict.CHOSEN), None)
     for victim in first.victims if first else ():
@@ -132,18 +134,24 @@ def _count(ctx: Context, proposals: Mapping[str, Proposal], decision: PreemptDec
         m.pdb_violations.labels("reprieve").inc(min(p.num_pdb_violations for p in decision.answer.values()))
 
 
+# An enum's value, looked up: the log line reads two per node, up to 500 nodes.
+_VALUE = {e: e.value for e in (*Verdict, *Cause)}
+
+
 def _details(view: ClusterView, proposals: Mapping[str, Proposal], decision: PreemptDecision) -> dict:
     outcomes = {o.node: o for o in decision.outcomes}
+    pods = view.pods
+    shown: dict[tuple[str, ...], list[str]] = {}  # reasons as logged: the nodes left unsolved share a few
 
     def proposed(node: str) -> list[str]:
-        return [view.pods[uid].key if uid in view.pods else uid for uid in proposals[node].uids]
+        return [pod.key if (pod := pods.get(uid)) is not None else uid for uid in proposals[node].uids]
 
     nodes = {}
     for name in sorted(proposals):
         o = outcomes.get(name)
         entry = {}
         if o is not None:  # None: the preemptor was refused before any node was judged
-            entry = {"verdict": o.verdict.value, "cause": o.cause.value, "victims": [v.key for v in o.victims]}
+            entry = {"verdict": _VALUE[o.verdict], "cause": _VALUE[o.cause], "victims": [v.key for v in o.victims]}
             # None: not solved (policy.preempt), its violations were never counted.
             entry["pdb_violations"] = None if o.cause is Cause.NOT_SOLVED else o.violations.count
         entry["proposed"] = proposed(name)
@@ -152,7 +160,10 @@ def _details(view: ClusterView, proposals: Mapping[str, Proposal], decision: Pre
             # policy.preempt costs the proposal on the node offered where reprieve's victims differ.
             entry["against_proposed"] = times.readable(o.cost.decided_by(o.proposed_cost))
         if o is not None:
-            entry["reasons"] = [times.readable(r) for r in o.reasons]
+            readable = shown.get(o.reasons)
+            if readable is None:
+                readable = shown[o.reasons] = [times.readable(r) for r in o.reasons]
+            entry["reasons"] = list(readable)
         nodes[name] = entry
     return {
         "candidates": len(proposals),
