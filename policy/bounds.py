@@ -23,7 +23,11 @@ view and priority level) follow, each a floor for one criterion of policy.rankin
   one, so the victim bound less those; whether a shape has a home depends on the other nodes,
   so it is looked up per view and request (``Floors``), never kept in a node's summary;
 * the highest pod-deletion-cost among the victims: at least the lowest among the candidates
-  (some victim must go).
+  (some victim must go);
+* the work lost since the last checkpoint (policy.criteria.work_lost): the victims are at least
+  the victims' bound, and each loses at least the smallest share among the candidates times its
+  age, so at least that share times the bound's number of youngest ages; the ages depend on the
+  request's ``now``, so it is computed per request (``Floors``) from what the summary keeps.
 
 On identical nodes these make the bound equal to the cost, so that preempt solves one node
 and proves the others no better (policy.preempt, ties going to the first name).
@@ -37,8 +41,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from fractions import Fraction
+
 from policy import ranking, resources
-from policy.criteria import Reach
+from policy.criteria import Reach, work_lost
 from policy.homes import Homes, shape_of
 from policy.model import Pod
 from policy.pdb import spent_on
@@ -58,6 +64,7 @@ FREE = ranking.FULL.floor(
 # Floors lowers per request (_with_homeless).
 _VICTIMS = ranking.FULL.position(ranking.VICTIMS)
 _HOMELESS = ranking.FULL.position(ranking.HOMELESS)
+_WORK = ranking.FULL.position(ranking.WORK_LOST)
 
 
 class Level(NamedTuple):
@@ -85,6 +92,8 @@ class Below:
     largest: dict[str, tuple[int, ...]]  # running sums of all their requests, largest first
     shapes: tuple[tuple[Pod, int], ...] = ()  # one pod per shape (policy.homes.shape_of), and how many
     lowest_cost: int = 0  # the lowest pod-deletion-cost among them
+    least_share: Fraction = Fraction(0)  # the smallest dominant share of the node among them (policy.criteria.work_lost)
+    latest: tuple[float, ...] = ()  # when their work lost began (work_lost.since), latest first; unknown: math.inf
 
 
 def below(view: ClusterView, info: NodeInfo, priority: int) -> Below:
@@ -146,6 +155,8 @@ def _summarise(view: ClusterView, info: NodeInfo, priority: int) -> Below:
         largest={r: _running(vs) for r, vs in sizes.items()},
         shapes=tuple((pod, count) for pod, count in shapes.values()),
         lowest_cost=min((p.deletion_cost for p in live), default=0),
+        least_share=min((work_lost.share(p.requests, alloc) for p in live), default=Fraction(0)),
+        latest=tuple(sorted((math.inf if (t := work_lost.since(p)) is None else t for p in live), reverse=True)),
     )
 
 
@@ -163,9 +174,11 @@ class Floors:
     Floors are in ``order`` (policy.ranking), FREE as ``free``."""
 
     def __init__(
-        self, view: ClusterView, preemptor: Pod, order: ranking.Order = ranking.DEFAULT, homes: Homes | None = None
+        self, view: ClusterView, preemptor: Pod, order: ranking.Order = ranking.DEFAULT, homes: Homes | None = None,
+        now: float | None = None,
     ) -> None:
         priority = preemptor.priority
+        self._now = now
         self._order = order
         self._homes = homes
         self.free = order.arrange(FREE)
@@ -196,9 +209,17 @@ class Floors:
             return found
         if found is FREE:
             return self.free
+        summary = summary or self._below(info.name)
         if self._homes is not None:
-            found = self._with_homeless(found, info.name, summary or self._below(info.name))
+            found = self._with_homeless(found, info.name, summary)
+        if self._now is not None:
+            found = self._with_work(found, summary)
         return self._order.arrange(found)
+
+    def _with_work(self, found: tuple, summary: Below) -> tuple:
+        """``found`` with its bound on the work lost at the request's ``now`` (never kept)."""
+        least = work_lost.floor(summary.least_share, summary.latest, found[_VICTIMS], self._now)
+        return (*found[:_WORK], least, *found[_WORK + 1 :]) if least else found
 
     def _with_homeless(self, found: tuple, name: str, summary: Below) -> tuple:
         """``found`` with its bound on victims with no home: the victims less the candidates
@@ -248,7 +269,7 @@ class Floors:
 
 def floor(
     view: ClusterView, info: NodeInfo, preemptor: Pod, reservations: Sequence[Pod], order: ranking.Order = ranking.DEFAULT,
-    homes: Homes | None = None,
+    homes: Homes | None = None, now: float | None = None,
 ) -> tuple:
-    """Floors(view, preemptor, order, homes)(info, reservations), for one node."""
-    return Floors(view, preemptor, order, homes)(info, reservations)
+    """Floors(view, preemptor, order, homes, now)(info, reservations), for one node."""
+    return Floors(view, preemptor, order, homes, now)(info, reservations)

@@ -71,6 +71,9 @@ class Pod:
     deletion_cost: int = 0
     # An Indexed Job's pod: its completion index and the index's failures so far (policy.jobs)
     job_index: JobIndex | None = None
+    # reprieve.io/last-checkpoint (RFC 3339) as seconds since the epoch: the work before it is
+    # saved (policy.criteria.work_lost); None unset or malformed
+    checkpoint: float | None = None
 
     @property
     def key(self) -> str:

@@ -39,6 +39,7 @@ class Choosing:
     strict_of: BudgetsOf | None = None  # the strict budgets covering a pod (policy.guards)
     app_of: apps.AppOf | None = None  # applications with a manager (policy.apps)
     stake_of: jobs.StakeOf | None = None  # what evicting a pod costs its Job (policy.jobs)
+    now: float | None = None  # the request's time, seconds since the epoch (policy.criteria.work_lost)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,6 +242,7 @@ def _attempt(
     facts = Facts(
         choosing.budgets_of, choosing.gang_of, first, no_home,
         app_of=choosing.app_of, strict_of=choosing.strict_of, stake_of=choosing.stake_of,
+        now=choosing.now, allocatable=node.node.allocatable,
     )
     greedy = _orders(live, [p for p in candidates if p.terminating], facts, checked)
     best = _best_reprieve(exact.Search(room, checked, live, leaving, facts, choosing.order), greedy, here, choosing.screen)

@@ -54,6 +54,7 @@ def pod(
     affinity: tuple[Term, ...] | None = None,
     tolerations: tuple[Toleration, ...] = (),
     deletion_cost: int = 0,
+    checkpoint: float | None = None,
     job: str | None = None,
     index: tuple[int, int] | None = None,
     **extended: int,
@@ -98,6 +99,7 @@ def pod(
         app=apps.mark(namespace=ns, labels=labels),
         placement=placement,
         deletion_cost=deletion_cost,
+        checkpoint=checkpoint,
         job_index=None if index is None else JobIndex(*index),
     )
 
