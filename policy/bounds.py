@@ -25,8 +25,8 @@ view and priority level) follow, each a floor for one criterion of policy.rankin
 * the highest pod-deletion-cost among the victims: at least the lowest among the candidates
   (some victim must go);
 * the work lost since the last checkpoint (policy.criteria.work_lost): the victims are at least
-  the victims' bound, and each loses at least the smallest share among the candidates times its
-  age, so at least that share times the bound's number of youngest ages; the ages depend on the
+  the victims' bound, and each loses at least the smallest weight among the candidates times its
+  age, so at least that weight times the bound's number of youngest ages; the ages depend on the
   request's ``now``, so it is computed per request (``Floors``) from what the summary keeps.
 
 On identical nodes these make the bound equal to the cost, so that preempt solves one node
@@ -92,7 +92,7 @@ class Below:
     largest: dict[str, tuple[int, ...]]  # running sums of all their requests, largest first
     shapes: tuple[tuple[Pod, int], ...] = ()  # one pod per shape (policy.homes.shape_of), and how many
     lowest_cost: int = 0  # the lowest pod-deletion-cost among them
-    least_share: Fraction = Fraction(0)  # the smallest dominant share of the node among them (policy.criteria.work_lost)
+    least_weight: Fraction = Fraction(0)  # the smallest weight in cores among them (policy.criteria.work_lost)
     latest: tuple[float, ...] = ()  # when their work lost began (work_lost.since), latest first; unknown: math.inf
 
 
@@ -155,7 +155,7 @@ def _summarise(view: ClusterView, info: NodeInfo, priority: int) -> Below:
         largest={r: _running(vs) for r, vs in sizes.items()},
         shapes=tuple((pod, count) for pod, count in shapes.values()),
         lowest_cost=min((p.deletion_cost for p in live), default=0),
-        least_share=min((work_lost.share(p.requests, alloc) for p in live), default=Fraction(0)),
+        least_weight=min((work_lost.weight(p.requests, alloc) for p in live), default=Fraction(0)),
         latest=tuple(sorted((math.inf if (t := work_lost.since(p)) is None else t for p in live), reverse=True)),
     )
 
@@ -218,7 +218,7 @@ class Floors:
 
     def _with_work(self, found: tuple, summary: Below) -> tuple:
         """``found`` with its bound on the work lost at the request's ``now`` (never kept)."""
-        least = work_lost.floor(summary.least_share, summary.latest, found[_VICTIMS], self._now)
+        least = work_lost.floor(summary.least_weight, summary.latest, found[_VICTIMS], self._now)
         return (*found[:_WORK], least, *found[_WORK + 1 :]) if least else found
 
     def _with_homeless(self, found: tuple, name: str, summary: Below) -> tuple:

@@ -24,7 +24,6 @@ from policy.model import Pod
 from policy.view import ClusterView
 
 VERSION = 1
-GENERATED_DAY = 86_400.0  # a generated workload's pods start within a day of policy.workload.EPOCH
 
 ROWS = (
     ("preemptions", "preemptions"),
@@ -79,7 +78,7 @@ def run(
             raise ConfigError(f"--generate must be at least 1, not {generate}")
         made = generated(generate, seed=seed, shape=shape, pressure=pressure)
         view, pending = made.view, made.pending
-        now = workload.EPOCH + GENERATED_DAY
+        now = workload.END
         source = {"snapshot": None, "pods": None, "generate": generate, "seed": seed, "shape": shape, "pressure": pressure}
     else:
         if shape != "cpu" or pressure != 1.0:

@@ -64,8 +64,8 @@ CANONICAL: tuple[Criterion, ...] = (
     HOMELESS,
     PRIORITY_SUM,
     VICTIMS,
+    WORK_LOST,  # after the number of victims, before the deletion cost: docs/policy.md measures the places tried
     DELETION_COST,
-    WORK_LOST,  # just before the start, which it refines: docs/policy.md measures the places tried
     START,  # the tie-breaker: last in every order
 )
 MOVABLE = CANONICAL[2:-1]  # what a policy may reorder

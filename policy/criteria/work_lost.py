@@ -4,17 +4,21 @@ the share of its node it holds; less lost goes first. It refines upstream's infe
 (evict the youngest work) with what the workload says it has saved, and weighs a large pod's
 hour above a small one's.
 
-The weight is the victim's dominant share of its node's allocatable: the largest of
-request / allocatable over the resources it asks for (a pod holding one of eight GPUs weighs an
-eighth, however little cpu it asks; the pod slot counts too, so a BestEffort pod's work is not
-free). A value is in whole node-seconds (a whole node for one second), rounded down per victim:
-differences under one are noise, and pods alike within one stay one class for the exact search
-(policy.exact). Integers keep the sums and the bound exact.
+The weight is the victim's dominant share of its node's allocatable (the largest of
+request / allocatable over the resources it asks for) in the node's cores: a pod whose cpu
+dominates weighs its cpu request, and a pod holding one of eight GPUs an eighth of the node's
+cores, however little cpu it asks (the pod slot counts too, so a BestEffort pod's work is not
+free). So a value is in core-seconds, the same on a large node as on a small one, and GPUs and
+memory count at the node's own rate (docs/policy.md measures this against the share alone,
+which made a pod on a 32-core node look eight times cheaper than the same pod on a 4-core one).
+Whole core-seconds, rounded down per victim: differences under one are noise, and pods alike
+within one stay one class for the exact search (policy.exact). Integers keep the sums and the
+bound exact.
 
 At the request's ``now`` (Facts.now); an unknown start reads as just started (upstream treats a
 nil start time as now), and so does a checkpoint in the future; without ``now`` or the node's
 allocatable every value is 0. A SUM: never lower with a victim more; its bound (policy.bounds)
-is the fewest victims' youngest ages at the smallest share among the candidates.
+is the fewest victims' youngest ages at the smallest weight among the candidates.
 """
 
 from __future__ import annotations
@@ -49,29 +53,31 @@ def age(pod: Pod, now: float | None) -> int:
     return max(0, int(now - began))
 
 
-def share(requests: Vector, allocatable: Vector) -> Fraction:
-    """The dominant share: the largest request / allocatable over what the node has."""
-    return max((Fraction(v, allocatable[r]) for r, v in requests.items() if v > 0 and allocatable.get(r, 0) > 0), default=Fraction(0))
+def weight(requests: Vector, allocatable: Vector) -> Fraction:
+    """Cores: the dominant share (the largest request / allocatable over what the node has)
+    times the node's cores (one where it has none)."""
+    share = max((Fraction(v, allocatable[r]) for r, v in requests.items() if v > 0 and allocatable.get(r, 0) > 0), default=Fraction(0))
+    return share * Fraction(allocatable.get(CPU, 0) or 1000, 1000)
 
 
-def node_seconds(pod: Pod, allocatable: Vector, now: float | None) -> int:
-    """The pod's work lost in whole node-seconds, rounded down."""
+def core_seconds(pod: Pod, allocatable: Vector, now: float | None) -> int:
+    """The pod's work lost in whole core-seconds, rounded down."""
     seconds = age(pod, now)
     if not seconds:
         return 0
-    weight = share(pod.requests, allocatable)
-    return weight.numerator * seconds // weight.denominator
+    cores = weight(pod.requests, allocatable)
+    return cores.numerator * seconds // cores.denominator
 
 
 def _of_pod(pod: Pod, facts: Facts) -> int:
     if facts.allocatable is None:
         return 0
-    return node_seconds(pod, facts.allocatable, facts.now)
+    return core_seconds(pod, facts.allocatable, facts.now)
 
 
 def floor(least: Fraction, latest: Sequence[float], count: int, now: float | None) -> int:
     """A lower bound on any ``count`` or more candidates' work lost: the ``count`` youngest ages
-    (``latest``: the candidates' ``since``, latest first, unknown as +inf) at the smallest share."""
+    (``latest``: the candidates' ``since``, latest first, unknown as +inf) at the smallest weight."""
     if now is None or not least:
         return 0
     return sum(least.numerator * max(0, int(now - t)) // least.denominator for t in latest[:count] if t != float("inf"))
@@ -92,11 +98,11 @@ def gpus(requests: Mapping[str, int]) -> Fraction:
 
 
 def _show(value: float, _) -> str:
-    return f"{value:.0f} node-seconds of work since the last checkpoint or start"
+    return f"{value:.0f} core-seconds of work since the last checkpoint or start"
 
 
 def _at_least(value: float, _) -> str:
-    return f"at least {value:.0f} node-seconds of work lost"
+    return f"at least {value:.0f} core-seconds of work lost"
 
 
 def _stays(pod: Pod, victim: Pod, stay: Stay) -> str | None:
@@ -108,6 +114,6 @@ def _stays(pod: Pod, victim: Pod, stay: Stay) -> str | None:
 
 
 CRITERION = Criterion(
-    name="work lost since the last checkpoint", field="work_lost_node_seconds", kind=Kind.SUM, of_pod=_of_pod,
+    name="work lost since the last checkpoint", field="work_lost_core_seconds", kind=Kind.SUM, of_pod=_of_pod,
     floor="work_lost", show=_show, at_least=_at_least, stays=_stays,
 )
