@@ -98,7 +98,7 @@ def gpus(requests: Mapping[str, int]) -> Fraction:
 
 
 def _show(value: float, _) -> str:
-    return f"{value:.0f} core-seconds of work since the last checkpoint or start"
+    return f"{value:.0f} core-seconds"
 
 
 def _at_least(value: float, _) -> str:
