@@ -207,7 +207,7 @@ def _summary(cost: ranking.Cost, both: _Both, uids: Sequence[str]) -> str:
     brief = cost.describe()
     if not gpu:
         return brief
-    return ", ".join(p for p in (brief, f"{gpu:,.0f} GPU-seconds lost") if p)
+    return ", ".join(p for p in (brief, f"{gpu:.0f} GPU-seconds lost") if p)
 
 
 def _reprieve_side(both: _Both, name: str) -> dict:
