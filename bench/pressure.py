@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from extender.commands.simulate import generated
-from policy import replay, scoring
+from policy import replay, scoring, workload
 from policy.view import ClusterView
 
 LEVELS = (0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5)
@@ -79,7 +79,7 @@ def sweep(shape: Shape, *, replace: bool = False) -> dict[float, dict]:
         at_most = 0
         for seed in SEEDS:
             made = generated(shape.count, seed=seed, shape=shape.shape, pressure=level)
-            runs = replay.compare(made.view, made.pending, replace=replace, placement=shape.placement)
+            runs = replay.compare(made.view, made.pending, replace=replace, placement=shape.placement, now=workload.END)
             got = {side: measure(r, made.view, made.pending, shape.high) for side, r in runs.items()}
             for side, values in got.items():
                 for key, value in values.items():

@@ -96,7 +96,7 @@ def across_seeds() -> str:
         sums = {side: dict.fromkeys(replay.Totals.FIELDS, 0) for side in (replay.STOCK, replay.REPRIEVE)}
         for seed in SEEDS:
             made = workload.generate(random.Random(seed), PENDING)
-            runs = replay.compare(made.view, made.pending, replace=replace)
+            runs = replay.compare(made.view, made.pending, replace=replace, now=workload.END)
             for key in replay.Totals.FIELDS:
                 a, b = getattr(runs[replay.STOCK].totals, key), getattr(runs[replay.REPRIEVE].totals, key)
                 counts[key][(b > a) - (b < a) + 1] += 1
