@@ -107,10 +107,10 @@ def _at_least(value: float, _) -> str:
 
 def _stays(pod: Pod, victim: Pod, stay: Stay) -> str | None:
     mine, theirs = since(pod), since(victim)
-    if mine is None or (theirs is not None and mine >= theirs):
+    if mine is None or theirs is None or mine >= theirs:
         return None
-    saved = "checkpointed" if pod.checkpoint is not None and pod.checkpoint >= (pod.start_time or 0) else "started"
-    return f"more work since its last checkpoint ({saved} earlier than {victim.key} last checkpointed or started)"
+    what = "checkpointed" if pod.checkpoint is not None and pod.checkpoint > (pod.start_time or 0) else "started"
+    return f"more work to lose (last {what} {mine:.0f}s since the epoch, {victim.key} {theirs:.0f}s since the epoch)"
 
 
 CRITERION = Criterion(
