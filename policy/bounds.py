@@ -41,8 +41,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from fractions import Fraction
-
 from policy import ranking, resources
 from policy.criteria import Reach, work_lost
 from policy.homes import Homes, shape_of
@@ -92,7 +90,7 @@ class Below:
     largest: dict[str, tuple[int, ...]]  # running sums of all their requests, largest first
     shapes: tuple[tuple[Pod, int], ...] = ()  # one pod per shape (policy.homes.shape_of), and how many
     lowest_cost: int = 0  # the lowest pod-deletion-cost among them
-    least_weight: Fraction = Fraction(0)  # the smallest weight in cores among them (policy.criteria.work_lost)
+    least_weight: work_lost.Weight = work_lost.NONE  # the smallest weight in cores among them (policy.criteria.work_lost)
     latest: tuple[float, ...] = ()  # when their work lost began (work_lost.since), latest first; unknown: math.inf
 
 
@@ -155,7 +153,7 @@ def _summarise(view: ClusterView, info: NodeInfo, priority: int) -> Below:
         largest={r: _running(vs) for r, vs in sizes.items()},
         shapes=tuple((pod, count) for pod, count in shapes.values()),
         lowest_cost=min((p.deletion_cost for p in live), default=0),
-        least_weight=min((work_lost.weight(p.requests, alloc) for p in live), default=Fraction(0)),
+        least_weight=work_lost.lightest(work_lost.weight(p.requests, alloc) for p in live),
         latest=tuple(sorted((math.inf if (t := work_lost.since(p)) is None else t for p in live), reverse=True)),
     )
 

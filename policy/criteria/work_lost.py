@@ -24,6 +24,7 @@ is the fewest victims' youngest ages at the smallest weight among the candidates
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+import math
 from fractions import Fraction
 
 from policy.criteria.criterion import Criterion, Facts, Kind, Stay
@@ -53,11 +54,30 @@ def age(pod: Pod, now: float | None) -> int:
     return max(0, int(now - began))
 
 
-def weight(requests: Vector, allocatable: Vector) -> Fraction:
+# A weight in cores, exactly: (numerator, denominator), both integers, the denominator positive.
+Weight = tuple[int, int]
+NONE: Weight = (0, 1)
+
+
+def weight(requests: Vector, allocatable: Vector) -> Weight:
     """Cores: the dominant share (the largest request / allocatable over what the node has)
-    times the node's cores (one where it has none)."""
-    share = max((Fraction(v, allocatable[r]) for r, v in requests.items() if v > 0 and allocatable.get(r, 0) > 0), default=Fraction(0))
-    return share * Fraction(allocatable.get(CPU, 0) or 1000, 1000)
+    times the node's cores (one where it has none). Integers only: it runs for every pod of
+    every candidate node (policy.bounds' summary)."""
+    num, den = NONE
+    for r, v in requests.items():
+        a = allocatable.get(r, 0)
+        if v > 0 and a > 0 and v * den > num * a:
+            num, den = v, a
+    return num * (allocatable.get(CPU, 0) or 1000), den * 1000
+
+
+def lightest(weights: Iterable[Weight]) -> Weight:
+    """The smallest of ``weights`` (NONE if there are none)."""
+    found = None
+    for num, den in weights:
+        if found is None or num * found[1] < found[0] * den:
+            found = (num, den)
+    return found or NONE
 
 
 def core_seconds(pod: Pod, allocatable: Vector, now: float | None) -> int:
@@ -65,8 +85,8 @@ def core_seconds(pod: Pod, allocatable: Vector, now: float | None) -> int:
     seconds = age(pod, now)
     if not seconds:
         return 0
-    cores = weight(pod.requests, allocatable)
-    return cores.numerator * seconds // cores.denominator
+    num, den = weight(pod.requests, allocatable)
+    return num * seconds // den
 
 
 def _of_pod(pod: Pod, facts: Facts) -> int:
@@ -75,12 +95,13 @@ def _of_pod(pod: Pod, facts: Facts) -> int:
     return core_seconds(pod, facts.allocatable, facts.now)
 
 
-def floor(least: Fraction, latest: Sequence[float], count: int, now: float | None) -> int:
+def floor(least: Weight, latest: Sequence[float], count: int, now: float | None) -> int:
     """A lower bound on any ``count`` or more candidates' work lost: the ``count`` youngest ages
     (``latest``: the candidates' ``since``, latest first, unknown as +inf) at the smallest weight."""
-    if now is None or not least:
+    num, den = least
+    if now is None or not num:
         return 0
-    return sum(least.numerator * max(0, int(now - t)) // least.denominator for t in latest[:count] if t != float("inf"))
+    return sum(num * max(0, int(now - t)) // den for t in latest[:count] if t != math.inf)
 
 
 def cpu_seconds(victims: Iterable[Pod], now: float | None) -> float:

@@ -3,8 +3,6 @@ core-seconds, and its bound (policy.bounds)."""
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import pytest
 
 from policy import bounds, ranking
@@ -48,7 +46,8 @@ def test_the_weight_is_the_dominant_share_in_the_nodes_cores():
     # 4 cores and one GPU of 8 on a 96-core node: the GPU share (1/8) dominates the cpu's (4/96),
     # so it weighs 96/8 = 12 cores: 12 x 100 s = 1,200.
     gpu = pod("g", cpu=4, start=NOW - 100, **{GPU_MILLI: 1000})
-    assert work_lost.weight(gpu.requests, gpu_node) == 12
+    num, den = work_lost.weight(gpu.requests, gpu_node)
+    assert num == 12 * den
     assert WORK_LOST.of_pod(gpu, facts(allocatable=gpu_node)) == 1200
     # The same pod without the GPU weighs its cores: 4 x 100.
     assert WORK_LOST.of_pod(pod("c", cpu=4, start=NOW - 100), facts(allocatable=gpu_node)) == 400
@@ -82,4 +81,11 @@ def test_the_bound_is_at_most_the_cheapest_set_and_equal_on_alike_pods():
     ((NOW - 10, NOW - 20, NOW - 30), 2, 2 * 10 + 2 * 20),
 ])
 def test_floor_sums_the_youngest_ages_at_the_least_weight(latest, count, expected):
-    assert work_lost.floor(Fraction(2), latest, count, NOW) == expected
+    assert work_lost.floor((2, 1), latest, count, NOW) == expected
+
+
+def test_the_lightest_weight_compares_exactly():
+    # 1/3 against 333/1000: 1000 < 999 is false, so 333/1000 (0.333) is lighter than 1/3.
+    assert work_lost.lightest([(1, 3), (333, 1000)]) == (333, 1000)
+    assert work_lost.lightest([(2, 6), (1, 3)]) == (2, 6)  # equal: the first
+    assert work_lost.lightest([]) == work_lost.NONE
