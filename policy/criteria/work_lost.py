@@ -23,8 +23,8 @@ is the fewest victims' youngest ages at the smallest weight among the candidates
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 
 from policy.criteria.criterion import Criterion, Facts, Kind, Stay
