@@ -90,8 +90,7 @@ class Below:
     largest: dict[str, tuple[int, ...]]  # running sums of all their requests, largest first
     shapes: tuple[tuple[Pod, int], ...] = ()  # one pod per shape (policy.homes.shape_of), and how many
     lowest_cost: int = 0  # the lowest pod-deletion-cost among them
-    least_weight: work_lost.Weight = work_lost.NONE  # the smallest weight in cores among them (policy.criteria.work_lost)
-    latest: tuple[float, ...] = ()  # when their work lost began (work_lost.since), latest first; unknown: math.inf
+    youngest: work_lost.Youngest = work_lost.Youngest()  # their weights and starts, for the work lost
 
 
 def below(view: ClusterView, info: NodeInfo, priority: int) -> Below:
@@ -153,8 +152,7 @@ def _summarise(view: ClusterView, info: NodeInfo, priority: int) -> Below:
         largest={r: _running(vs) for r, vs in sizes.items()},
         shapes=tuple((pod, count) for pod, count in shapes.values()),
         lowest_cost=min((p.deletion_cost for p in live), default=0),
-        least_weight=work_lost.lightest(work_lost.weight(p.requests, alloc) for p in live),
-        latest=tuple(sorted((math.inf if (t := work_lost.since(p)) is None else t for p in live), reverse=True)),
+        youngest=work_lost.Youngest.of(live, alloc),
     )
 
 
@@ -216,7 +214,7 @@ class Floors:
 
     def _with_work(self, found: tuple, summary: Below) -> tuple:
         """``found`` with its bound on the work lost at the request's ``now`` (never kept)."""
-        least = work_lost.floor(summary.least_weight, summary.latest, found[_VICTIMS], self._now)
+        least = summary.youngest.floor(found[_VICTIMS], self._now)
         return (*found[:_WORK], least, *found[_WORK + 1 :]) if least else found
 
     def _with_homeless(self, found: tuple, name: str, summary: Below) -> tuple:

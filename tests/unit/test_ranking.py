@@ -189,8 +189,8 @@ ROWS = [
     ),
     row(
         # At now = 7,200 s: n1's victim started 2 h ago (at 0) but checkpointed 10 min ago (6,600),
-        # n2's started 1 h ago (3,600) with no checkpoint. Each holds the whole node's cpu (share
-        # 10/10 = 1): n1 loses 1 x 600 = 600 node-seconds, n2 1 x 3,600 = 3,600. n1's victim goes,
+        # n2's started 1 h ago (3,600) with no checkpoint. Each holds the whole node's 10 cores:
+        # n1 loses 10 x 600 = 6,000 core-seconds, n2 10 x 3,600 = 36,000. n1's victim goes,
         # though the start, which comes after, would pick n2 (its victim started later).
         "work lost since the last checkpoint",
         view([node("n1"), node("n2")], [pod("a", node="n1", priority=1, cpu=10, start=0, checkpoint=6600),
