@@ -61,7 +61,14 @@ def weight(requests: Vector, allocatable: Vector) -> int:
     has) times the node's cpu (one core where it has none), rounded down. Integers only: it runs
     for every pod of every candidate node (policy.bounds' summary)."""
     cores = allocatable.get(CPU, 0) or 1000
-    return max((v * cores // a for r, v in requests.items() if v > 0 and (a := allocatable.get(r, 0)) > 0), default=0)
+    most = 0
+    for r, v in requests.items():
+        a = allocatable.get(r, 0)
+        if v > 0 and a > 0:
+            w = v * cores // a
+            if w > most:
+                most = w
+    return most
 
 
 def lost(pod: Pod, allocatable: Vector, now: float | None) -> int:
