@@ -36,7 +36,8 @@ they started later (lane q), a PodDisruptionBudget violated because upstream cou
 that evicting the pod alone would not cause and so prefers a node whose budget really allows
 none (lane p), and a Burstable pod evicted for a pod slot a BestEffort pod would free (lane e).
 tests/e2e/test_replay.py runs the same workload through the real `default-scheduler` and
-`reprieve-scheduler` and checks that the real counts equal this table.
+`reprieve-scheduler` and checks that the real counts equal this table (work lost aside: the
+replay measures it at the dump's latest time, which the real run does not share).
 
 The generated workloads are harder: pods of priority 0-5 in all QoS classes, PDBs allowing
 0-2 disruptions, about one app in three a gang (a Kueue pod group needing all its running
