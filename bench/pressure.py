@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from extender.commands.simulate import generated
-from policy import ranking, replay, scoring
+from policy import ranking, replay, scoring, workload
 from policy.view import ClusterView
 
 LEVELS = (0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5)
@@ -99,7 +99,9 @@ def sweep(
         at_most = 0
         for seed in seeds:
             made = generated(shape.count, seed=seed, shape=shape.shape, pressure=level)
-            runs = replay.compare(made.view, made.pending, replace=replace, placement=shape.placement, reprieve=reprieve)
+            runs = replay.compare(
+                made.view, made.pending, replace=replace, placement=shape.placement, reprieve=reprieve, now=workload.END
+            )
             got = {side: measure(r, made.view, made.pending, shape.high) for side, r in runs.items()}
             for side, values in got.items():
                 for key, value in values.items():
@@ -169,9 +171,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         order = ranking.Order.named(args.ranking) if args.ranking else None
     except ValueError as e:
         parser.error(f"--ranking{e}")
+    if args.seeds < 1:
+        parser.error("--seeds: at least 1")
+    if any(level <= 0 for level in args.levels):
+        parser.error("--levels: each above 0 (1 is the load the cluster was sized for)")
     if any(not 1 <= n <= len(SHAPES) for n in args.shapes):
         parser.error(f"--shapes: each from 1 to {len(SHAPES)}")
-    decider = replay.reprieve_with(order=order) if order is not None else None
+    decider = replay.reprieve_with(order=order, now=workload.END) if order is not None else None
     for n in args.shapes:
         shape = SHAPES[n - 1]
         result = sweep(shape, seeds=range(args.seeds), levels=args.levels, reprieve=decider)

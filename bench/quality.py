@@ -36,22 +36,28 @@ they started later (lane q), a PodDisruptionBudget violated because upstream cou
 that evicting the pod alone would not cause and so prefers a node whose budget really allows
 none (lane p), and a Burstable pod evicted for a pod slot a BestEffort pod would free (lane e).
 tests/e2e/test_replay.py runs the same workload through the real `default-scheduler` and
-`reprieve-scheduler` and checks that the real counts equal this table.
+`reprieve-scheduler` and checks that the real counts equal this table (work lost aside: the
+replay measures it at the dump's latest time, which the real run does not share).
 
 The generated workloads are harder: pods of priority 0-5 in all QoS classes, PDBs allowing
 0-2 disruptions, about one app in three a gang (a Kueue pod group needing all its running
 members, spread over the nodes), about two in five of the others a Spark application or a Ray
 cluster (a driver or head whose loss ends the rest: policy/apps.py), about one app in two that
 is not a gang a Job's (every Job with a backoffLimit of 0-6, some retries spent, two in five
-ignoring DisruptionTarget), and preemptors of priority 6-10 that also preempt each other.
+ignoring DisruptionTarget), about one app in two checkpointing every 10-60 minutes
+(`reprieve.io/last-checkpoint`), about one ReplicaSet's app in three setting pod-deletion-costs,
+and preemptors of priority 6-10 that also preempt each other. Both sides are judged at the end
+of the generated day (work lost: cpu cores times the seconds since each victim's start or last
+checkpoint).
 Per decision reprieve never costs more than stock by its own ranking
 (tests/unit/test_preempt_vs_stock.py), but over a whole replay the two clusters drift apart and the
 totals go either way (the last section counts how often). Summed over the workloads reprieve is
 at or below stock on every row: fewer PDB violations, Jobs failed and retries burned
 (policy/jobs.py), broken gangs (budgets rank first, gangs next: docs/policy.md has the other
-orders measured), pods lost with their managers, Guaranteed victims, victims with no home
-(policy/homes.py), pods left pending and the seconds preemptors wait for their victims' grace
-periods (each app's pods have one: 0, 5, 30, 60 or 120 s). On some workloads it ends with more PDB violations
+orders measured), members stranded, pods lost with their managers, Guaranteed victims, victims
+with no home (policy/homes.py), less work lost since the last checkpoint
+(policy/criteria/work_lost.py), pods left pending and the seconds preemptors wait for their victims'
+grace periods (each app's pods have one: 0, 5, 30, 60 or 120 s). On some workloads it ends with more PDB violations
 than stock: its violation-free choices may spend budget allowance that stock's left for a later
 preemption
 (tests/unit/test_replay.py checks every decision along reprieve's replay against stock's on the
@@ -97,7 +103,7 @@ def across_seeds() -> str:
         sums = {side: dict.fromkeys(replay.Totals.FIELDS, 0) for side in (replay.STOCK, replay.REPRIEVE)}
         for seed in SEEDS:
             made = workload.generate(random.Random(seed), PENDING)
-            runs = replay.compare(made.view, made.pending, replace=replace)
+            runs = replay.compare(made.view, made.pending, replace=replace, now=workload.END)
             for key in replay.Totals.FIELDS:
                 a, b = getattr(runs[replay.STOCK].totals, key), getattr(runs[replay.REPRIEVE].totals, key)
                 counts[key][(b > a) - (b < a) + 1] += 1

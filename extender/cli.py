@@ -486,9 +486,15 @@ def _explain(args: argparse.Namespace) -> int:
 
     from extender.commands import explain
 
+    from policy import replay
+
     policy = policy_file.load(args.policy) if args.policy else policy_file.Policy(None)
+    cluster = _cluster(args)
+    # A snapshot is judged at the latest time it shows, as simulate replays it (reproducible);
+    # a live cluster at the wall clock.
+    shown = replay.dump_time(cluster.view) if cluster.snapshot else None
     report = explain.run(
-        cluster=_cluster(args),
+        cluster=cluster,
         pod=args.pod,
         request=args.request,
         nodes=args.nodes,
@@ -497,7 +503,7 @@ def _explain(args: argparse.Namespace) -> int:
         order=policy.order,
         guards=policy.guards,
         policy=args.policy,
-        now=time.time(),
+        now=time.time() if shown is None else shown,
     )
     sys.stdout.write(report)
     return 0

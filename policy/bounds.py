@@ -25,7 +25,11 @@ view and priority level) follow, each a floor for one criterion of policy.rankin
 * the highest pod-deletion-cost among the victims: at least the lowest among the candidates
   (some victim must go);
 * the longest time to room: at least the shortest grace period among the candidates (some
-  live victim must go, and terminating victims only make it longer).
+  live victim must go; terminating victims count nothing);
+* the work lost since the last checkpoint (policy.criteria.work_lost): the victims are at least
+  the victims' bound, and each loses at least the smallest weight among the candidates times its
+  age, so at least that weight times the bound's number of youngest ages; the ages depend on the
+  request's ``now``, so it is computed per request (``Floors``) from what the summary keeps.
 
 On identical nodes these make the bound equal to the cost, so that preempt solves one node
 and proves the others no better (policy.preempt, ties going to the first name).
@@ -40,7 +44,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from policy import ranking, resources
-from policy.criteria import Reach
+from policy.criteria import Reach, work_lost
 from policy.homes import Homes, shape_of
 from policy.model import Pod
 from policy.pdb import spent_on
@@ -60,6 +64,7 @@ FREE = ranking.FULL.floor(
 # Floors lowers per request (_with_homeless).
 _VICTIMS = ranking.FULL.position(ranking.VICTIMS)
 _HOMELESS = ranking.FULL.position(ranking.HOMELESS)
+_WORK = ranking.FULL.position(ranking.WORK_LOST)
 
 
 class Level(NamedTuple):
@@ -88,6 +93,7 @@ class Below:
     shapes: tuple[tuple[Pod, int], ...] = ()  # one pod per shape (policy.homes.shape_of), and how many
     lowest_cost: int = 0  # the lowest pod-deletion-cost among them
     shortest_grace: int = 0  # the shortest grace period among them
+    youngest: work_lost.Youngest = work_lost.Youngest()  # their weights and starts, for the work lost
 
 
 def below(view: ClusterView, info: NodeInfo, priority: int) -> Below:
@@ -150,6 +156,7 @@ def _summarise(view: ClusterView, info: NodeInfo, priority: int) -> Below:
         shapes=tuple((pod, count) for pod, count in shapes.values()),
         lowest_cost=min((p.deletion_cost for p in live), default=0),
         shortest_grace=min((p.grace for p in live), default=0),
+        youngest=work_lost.Youngest.of(live, alloc),
     )
 
 
@@ -167,9 +174,11 @@ class Floors:
     Floors are in ``order`` (policy.ranking), FREE as ``free``."""
 
     def __init__(
-        self, view: ClusterView, preemptor: Pod, order: ranking.Order = ranking.DEFAULT, homes: Homes | None = None
+        self, view: ClusterView, preemptor: Pod, order: ranking.Order = ranking.DEFAULT, homes: Homes | None = None,
+        now: float | None = None,
     ) -> None:
         priority = preemptor.priority
+        self._now = now
         self._order = order
         self._homes = homes
         self.free = order.arrange(FREE)
@@ -178,11 +187,13 @@ class Floors:
         self._priority = priority
         self._asked = tuple((r, preemptor.requests[r]) for r in resources.checked_resources(preemptor.requests))
         # The floor of a node of the view with no room held there depends on nothing else but
-        # the order and where its victims could go: kept with the view, for the next preemptor
-        # asking the same (a burst of replicas), whole where no pod of the node has a shape
-        # with an owner (else _with_homeless looks their homes up per request).
+        # the order, where its victims could go and the time: kept with the view, for the next
+        # preemptor asking the same (a burst of replicas), whole where no pod of the node has a
+        # shape with an owner (else _with_homeless looks their homes up per request) and no
+        # ``now`` is given (else _with_work bounds the work lost at it, per request).
         self._plain = view.summary(
-            (BUDGETS, REQUEST, "floor", priority, self._asked, tuple(c.name for c in order.criteria), homes is not None),
+            (BUDGETS, REQUEST, "floor", priority, self._asked, tuple(c.name for c in order.criteria), homes is not None,
+             now is not None),
             lambda node, _: self._kept(node.name),
         )
 
@@ -193,6 +204,8 @@ class Floors:
         found = self._floor(below, ())
         if found is NO_ROOM or found is FREE:
             return found, True  # FREE: each request's own ``free`` (policy.preempt tells it by identity)
+        if self._now is not None:
+            return found, False
         if self._homes is None:
             return self._order.arrange(found), True
         if not below.shapes:
@@ -218,9 +231,17 @@ class Floors:
             return found
         if found is FREE:
             return self.free
+        summary = summary or self._below(info.name)
         if self._homes is not None:
-            found = self._with_homeless(found, info.name, summary or self._below(info.name))
+            found = self._with_homeless(found, info.name, summary)
+        if self._now is not None:
+            found = self._with_work(found, summary)
         return self._order.arrange(found)
+
+    def _with_work(self, found: tuple, summary: Below) -> tuple:
+        """``found`` with its bound on the work lost at the request's ``now`` (never kept)."""
+        least = summary.youngest.floor(found[_VICTIMS], self._now)
+        return (*found[:_WORK], least, *found[_WORK + 1 :]) if least else found
 
     def _with_homeless(self, found: tuple, name: str, summary: Below) -> tuple:
         """``found`` with its bound on victims with no home: the victims less the candidates
@@ -271,7 +292,7 @@ class Floors:
 
 def floor(
     view: ClusterView, info: NodeInfo, preemptor: Pod, reservations: Sequence[Pod], order: ranking.Order = ranking.DEFAULT,
-    homes: Homes | None = None,
+    homes: Homes | None = None, now: float | None = None,
 ) -> tuple:
-    """Floors(view, preemptor, order, homes)(info, reservations), for one node."""
-    return Floors(view, preemptor, order, homes)(info, reservations)
+    """Floors(view, preemptor, order, homes, now)(info, reservations), for one node."""
+    return Floors(view, preemptor, order, homes, now)(info, reservations)

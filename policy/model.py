@@ -28,6 +28,8 @@ RESOURCE_CLAIMS = "dynamic resource claims"
 
 # What the API server writes into an empty spec.schedulerName.
 DEFAULT_SCHEDULER = "default-scheduler"
+# What it writes into an absent spec.terminationGracePeriodSeconds.
+DEFAULT_GRACE = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +75,10 @@ class Pod:
     job_index: JobIndex | None = None
     # spec.terminationGracePeriodSeconds (the API server's default: 30): how long the kubelet lets
     # it stop once deleted, as kube-scheduler deletes a victim (default DeleteOptions: the pod's own)
-    grace: int = 30
+    grace: int = DEFAULT_GRACE
+    # reprieve.io/last-checkpoint (RFC 3339) as seconds since the epoch: the work before it is
+    # saved (policy.criteria.work_lost); None unset or malformed
+    checkpoint: float | None = None
 
     @property
     def key(self) -> str:

@@ -22,6 +22,11 @@ once: a pod that can neither be placed nor preempt stays pending (the real sched
 it later; the replay counts it as left pending). Each victim's priority is below its
 preemptor's, so cascades end.
 
+Both sides are judged at one time, ``now`` (seconds since the epoch): reprieve decides at it
+(minimum runtimes, preemption delays and the work lost since the last checkpoint,
+policy.criteria.work_lost), and the work each side's victims lose is measured at it. A pod the
+replay binds has no start time: it reads as just started, so it loses no work.
+
 PodDisruptionBudgets are kept current as the disruption controller keeps them: each budget's
 desired healthy count is fixed at the start (covered bound pods minus ``disruptions_allowed``)
 and after every step ``disruptions_allowed`` is the covered bound pods minus that, at least 0.
@@ -41,7 +46,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from policy import apps, gangs, homes, jobs, ranking, scoring, stock
-from policy.criteria import gang_work
+from policy.criteria import gang_work, work_lost
 from policy.criteria.time_to_room import time_to_room
 from policy.guards import Guards
 from policy.model import DisruptionBudget, Pod
@@ -133,6 +138,13 @@ def reprieve_with(
     return functools.partial(reprieve_side, rules=rules, order=order, guards=guards, now=now)
 
 
+def dump_time(view: ClusterView) -> float | None:
+    """The latest time a dump shows (a pod's start, creation or last checkpoint): the ``now`` a
+    replay of it is judged at, so that the same dump replays alike whenever it is replayed."""
+    times = [t for p in view.pods.values() for t in (p.start_time, p.created, p.checkpoint) if t is not None]
+    return max(times, default=None)
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
     """One pending pod's turn on one side."""
@@ -150,6 +162,8 @@ class Step:
     jobs_failed: tuple[str, ...] = ()  # the Jobs and indexes its victims failed (policy.jobs.Budget keys)
     retries_burned: int = 0  # its victims whose Job counted their eviction (policy.jobs)
     room_wait: int = 0  # seconds until its last live victim is gone: their longest grace period
+    cpu_seconds_lost: float = 0  # cores x seconds since each victim's start or last checkpoint (policy.criteria.work_lost)
+    gpu_seconds_lost: float = 0  # GPUs x the same
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +189,10 @@ class Totals:
     no_home: int
     retries_burned: int  # victims whose Job counted their eviction as a failure (not ignored, not unowned)
     room_wait_seconds: int  # per preemption, the longest grace period among its live victims, summed
+    # cpu cores x seconds since each victim's start or its last checkpoint where later, at the
+    # replay's ``now``, summed and rounded (policy.criteria.work_lost); GPUs x the same
+    work_lost_cpu_seconds: int
+    gpu_seconds_lost: int
     cascade: int  # the deepest replacement that preempted (0: no replacement preempted)
     pending: int  # pods (replacements included) left unbound
 
@@ -192,6 +210,8 @@ class Totals:
         "no_home",
         "retries_burned",
         "room_wait_seconds",
+        "work_lost_cpu_seconds",
+        "gpu_seconds_lost",
         "cascade",
         "pending",
     )
@@ -224,10 +244,12 @@ def replay(
     floor: int | None = None,
     placement: Placement = scoring.DEFAULT,
     decider: Decider | None = None,
+    now: float | None = None,
 ) -> Run:
-    """Place ``pending`` one by one through ``side`` (STOCK or REPRIEVE) on a copy of ``view``;
-    ``decider``: the side's own if None (reprieve_with: reprieve under a policy)."""
-    decider = decider or SIDES[side]
+    """Place ``pending`` one by one through ``side`` (STOCK or REPRIEVE) on a copy of ``view``,
+    judged at ``now``; ``decider``: the side's own at ``now`` if None (reprieve_with: reprieve
+    under a policy)."""
+    decider = decider or (reprieve_with(now=now) if side == REPRIEVE else SIDES[side])
     floor = floor_priority(view, pending) if floor is None else floor
     cluster = _Cluster(view)
     queue: list[tuple[Pod, int]] = [(p, 0) for p in pending]
@@ -259,7 +281,8 @@ def replay(
         steps.append(
             Step(pod.key, depth, choice.node, tuple(v.key for v in live), violations, no_home, choice.why, broken, stranded,
                  managed_lost=managed_lost, jobs_failed=failed, retries_burned=burned,
-                 room_wait=time_to_room(live))
+                 room_wait=time_to_room(live),
+                 cpu_seconds_lost=work_lost.cpu_seconds(live, now), gpu_seconds_lost=work_lost.gpu_seconds(live, now))
         )
     return Run(side, tuple(steps), _totals(steps, removed, floor), cluster.view)
 
@@ -271,13 +294,16 @@ def compare(
     replace: bool = False,
     placement: Placement = scoring.DEFAULT,
     reprieve: Decider | None = None,
+    now: float | None = None,
 ) -> dict[str, Run]:
-    """Both sides over the same workload (and the same ``priority_loss`` floor and placement);
-    ``reprieve``: reprieve's decider if not the plain one (reprieve_with)."""
+    """Both sides over the same workload (and the same ``priority_loss`` floor, placement and
+    ``now``); ``reprieve``: reprieve's decider if not the plain one at ``now`` (reprieve_with)."""
     floor = floor_priority(view, pending)
     deciders = {STOCK: None, REPRIEVE: reprieve}
     return {
-        side: replay(view, pending, side=side, replace=replace, floor=floor, placement=placement, decider=deciders[side])
+        side: replay(
+            view, pending, side=side, replace=replace, floor=floor, placement=placement, decider=deciders[side], now=now
+        )
         for side in (STOCK, REPRIEVE)
     }
 
@@ -300,6 +326,8 @@ def _totals(steps: list[Step], victims: list[Pod], floor: int) -> Totals:
         no_home=sum(len(s.no_home) for s in steps),
         retries_burned=sum(s.retries_burned for s in steps),
         room_wait_seconds=sum(s.room_wait for s in steps),
+        work_lost_cpu_seconds=round(sum(s.cpu_seconds_lost for s in steps)),
+        gpu_seconds_lost=round(sum(s.gpu_seconds_lost for s in steps)),
         cascade=max((s.depth for s in preempting), default=0),
         pending=sum(s.node is None for s in steps),
     )
@@ -319,6 +347,7 @@ def _replacement(victim: Pod, index: jobs.JobIndex | None) -> Pod:
         terminating=False,
         bound_at=None,
         job_index=index,
+        checkpoint=None,
     )
 
 

@@ -42,6 +42,7 @@ class Choosing:
     # The greedy orders' cheapest result per node and inputs (_greedy_best), kept for the
     # request: policy.preempt asks again for the node it offers, with the swap pass.
     greedy: dict = field(default_factory=dict, compare=False, repr=False)
+    now: float | None = None  # the request's time, seconds since the epoch (policy.criteria.work_lost)
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +245,7 @@ def _attempt(
     facts = Facts(
         choosing.budgets_of, choosing.gang_of, first, no_home,
         app_of=choosing.app_of, strict_of=choosing.strict_of, stake_of=choosing.stake_of,
+        now=choosing.now, allocatable=node.node.allocatable,
     )
     search = exact.Search(room, checked, live, leaving, facts, choosing.order)
     greedy = _greedy_best(here, choosing, search, candidates, first)

@@ -14,7 +14,11 @@ and workers), alternately. Last, about one other app in two that is not a gang i
 of a ReplicaSet's; every Job (the gangs' too) has a ``backoffLimit`` of 0, 1, 2 or 6, some of
 its retries already spent, and in two cases of five a podFailurePolicy that ignores
 DisruptionTarget (policy.jobs). Each app's pods have one grace period (0, 5, 30, 60 or 120
-seconds, drawn after everything else). A few pending pods (priority 8) are nominated to a node and
+seconds, drawn after everything else). Drawn after that: about
+one app in two checkpoints every 10, 30 or 60 minutes (``reprieve.io/last-checkpoint``: its
+running pods' last checkpoint is the latest such time since their start, before ``END``,
+policy.criteria.work_lost), and about one ReplicaSet's app in three sets a
+pod-deletion-cost on each of its pods (-100, 0, 100 or 1000). A few pending pods (priority 8) are nominated to a node and
 hold room there. The pending pods are higher-priority preemptors (priorities 6-10, 1-6 cpu,
 Guaranteed or Burstable), one per ``pending``; about one node per four of them at ``pressure``
 1.0, fewer at a higher one.
@@ -41,6 +45,9 @@ from policy.view import ClusterView
 GI = 2**30
 MILLI = 1000
 EPOCH = 1_790_000_000.0  # start times are offsets from here (late 2026)
+END = EPOCH + 86_400.0  # the end of the generated day: pods start before it, the replay is judged at it
+CHECKPOINTS = (600, 1800, 3600)  # seconds between an app's checkpoints
+DELETION_COSTS = (-100, 0, 100, 1000)
 NAMESPACE = "sim"
 
 
@@ -133,7 +140,7 @@ def generate(rng: Random, pending: int, *, pressure: float = 1.0) -> Workload:
         for k in range(pending)
     )
     pods, jobs = _jobs(rng, apps, _managed(rng, apps, _gangs(rng, apps, pods)))
-    pods = with_graces(rng, apps, pods)
+    pods = deletion_costs(rng, checkpoints(rng, with_graces(rng, apps, pods)))
     return Workload(ClusterView.build(nodes=nodes, pods=pods, budgets=budgets, jobs=jobs), preemptors)
 
 
@@ -177,6 +184,8 @@ def _managed(rng: Random, apps: list[str], pods: list[Pod]) -> list[Pod]:
             labels = {"app": app, **roles}
             out[i] = replace(out[i], labels=labels, app=managed.mark(namespace=NAMESPACE, labels=labels))
     return out
+
+
 # The grace periods an app's pods get (terminationGracePeriodSeconds): 30, the API server's
 # default, most often; 0 and 5 for pods that stop at once, 60 and 120 for those that drain.
 GRACES = (0, 5, 30, 30, 60, 120)
@@ -206,3 +215,25 @@ def _jobs(rng: Random, apps: list[str], pods: list[Pod]) -> tuple[list[Pod], lis
             on_disruption=OnDisruption.IGNORE if ignores else OnDisruption.COUNT, rule=0 if ignores else None,
         ))
     return out, jobs
+
+
+def checkpoints(rng: Random, pods: list[Pod]) -> list[Pod]:
+    """``pods`` with about one app in two checkpointing every 10, 30 or 60 minutes: each of its
+    pods with a start has its last checkpoint at the latest such time since its start, before END
+    (none if it started less than one period before)."""
+    every = {app: _pick(rng, CHECKPOINTS) for app in sorted({p.labels["app"] for p in pods}) if rng.random() < 0.5}
+    out = []
+    for p in pods:
+        period = every.get(p.labels["app"])
+        if period is not None and p.start_time is not None and p.start_time + period < END:
+            p = replace(p, checkpoint=p.start_time + (END - p.start_time) // period * period)
+        out.append(p)
+    return out
+
+
+def deletion_costs(rng: Random, pods: list[Pod]) -> list[Pod]:
+    """``pods`` with about one ReplicaSet's app in three setting a pod-deletion-cost (one of
+    DELETION_COSTS, drawn per pod) on each of its pods."""
+    owners = sorted({p.owner for p in pods if p.owner is not None and p.owner.startswith("rs-")})
+    costed = {owner for owner in owners if rng.random() < 1 / 3}
+    return [replace(p, deletion_cost=_pick(rng, DELETION_COSTS)) if p.owner in costed else p for p in pods]

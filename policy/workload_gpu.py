@@ -19,6 +19,10 @@ GPUs), drawn with the ``rng`` passed in:
   1.0 fills the cluster exactly, 1.5 asks for half as much again as it has, 0.6 leaves room.
 - **Grace periods**: each app's tasks one (policy.workload.GRACES), drawn after the rest.
 
+- **Checkpoints and pod-deletion-costs**, drawn last as policy.workload draws them: about one
+  app in two checkpoints every 10, 30 or 60 minutes from its tasks' arrival, and about one
+  service in three sets a pod-deletion-cost on each of its tasks.
+
 Whole-GPU placement on a node (which physical GPU a fraction lands on) is not modelled: a node's
 milli-GPUs are one pool, as the extended resource counts them.
 """
@@ -34,7 +38,7 @@ from policy.qos import QoS
 from policy.quantity import CPU
 from policy.resources import MEMORY, PODS
 from policy.view import ClusterView
-from policy.workload import EPOCH, GI, MILLI, NAMESPACE, Random, Workload, _pick, with_graces
+from policy.workload import EPOCH, GI, MILLI, NAMESPACE, Random, Workload, _pick, checkpoints, deletion_costs, with_graces
 
 GPU_MILLI = "example.com/gpu-milli"  # milli-GPUs: 1000 is one whole GPU
 GPUS_PER_NODE = 8
@@ -78,7 +82,10 @@ def generate(rng: Random, tasks: int, *, pressure: float = 1.0) -> Workload:
         for app in services
         if rng.random() < 0.5
     ]
-    pending = tuple(with_graces(rng, sorted({t.app for t in drawn}), list(pending)))
+    # Drawn last, so that the rest is as before: grace periods, checkpoints (the training jobs'
+    # and the services' alike) and the services' pod-deletion-costs (policy.workload).
+    pending = with_graces(rng, sorted({t.app for t in drawn}), list(pending))
+    pending = tuple(deletion_costs(rng, checkpoints(rng, list(pending))))
     return Workload(ClusterView.build(nodes=nodes, pods=(), budgets=budgets), pending)
 
 

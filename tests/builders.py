@@ -54,6 +54,7 @@ def pod(
     affinity: tuple[Term, ...] | None = None,
     tolerations: tuple[Toleration, ...] = (),
     deletion_cost: int = 0,
+    checkpoint: float | None = None,
     job: str | None = None,
     index: tuple[int, int] | None = None,
     grace: int = 30,
@@ -100,6 +101,7 @@ def pod(
         app=apps.mark(namespace=ns, labels=labels),
         placement=placement,
         deletion_cost=deletion_cost,
+        checkpoint=checkpoint,
         job_index=None if index is None else JobIndex(*index),
         grace=grace,
     )
@@ -182,15 +184,16 @@ def keys(pods) -> list[str]:
     return [p.name for p in pods]
 
 
-def cost_key(victims, v: ClusterView, order=None, node: str = "n1") -> tuple:
+def cost_key(victims, v: ClusterView, order=None, node: str = "n1", now: float | None = None) -> tuple:
     """reprieve's ranking key (``order``, the default if None) of evicting ``victims`` from
-    ``node`` of ``v``: its budgets, gangs and homes as the view has them."""
+    ``node`` of ``v``: its budgets, gangs and homes as the view has them, the work lost at ``now``."""
     from policy import homes, ranking
     from policy.criteria import Facts
 
     where = homes.of(v)
     no_home = frozenset(p.uid for p in victims if where.home(p, excluding=node) is None)
-    facts = Facts(v.budgets_covering, v.gang_of, no_home=no_home, app_of=v.app_of, stake_of=v.stake_of)
+    facts = Facts(v.budgets_covering, v.gang_of, no_home=no_home, app_of=v.app_of, stake_of=v.stake_of,
+                  now=now, allocatable=v.nodes[node].node.allocatable)
     return (order or ranking.DEFAULT).cost(victims, facts).key
 
 

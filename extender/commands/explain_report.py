@@ -15,6 +15,7 @@ from extender import times
 from policy import ranking, resources, stock
 from policy.filter import filter_nodes
 from policy.causes import GUARDED
+from policy.criteria import work_lost
 from policy.guards import Guards
 from policy.model import Pod
 from policy.preempt import NodeOutcome, PreemptDecision, Proposal, Verdict, decide
@@ -42,8 +43,9 @@ def preemption_report(
     candidates are what reprieve is asked about; with ``proposals`` (a captured preempt
     request), they are the scheduler's candidates as sent (it found the pod eligible).
     ``rules`` are reprieve's multi-tenant rules (policy.tenancy), ``guards`` its strict budgets
-    and minimum runtime (policy.guards) and ``now`` the time the preemption delay and the
-    minimum runtime are judged at, all passed on to decide().
+    and minimum runtime (policy.guards) and ``now`` the time the preemption delay, the
+    minimum runtime and the work lost since the last checkpoint are judged at, all passed on
+    to decide().
     """
     if proposals is None:
         dry = stock.decide(view=view, preemptor=preemptor, node_names=node_names or ())
@@ -70,6 +72,7 @@ def preemption_report(
         costs={n: o.cost for n, o in outcomes.items() if o.cost is not None},
         # The scheduler then picks among reprieve's answer with its own rules (E-1, C-2).
         final=stock.pick(_stock_costs(view, decision.answer)),
+        now=now,
     )
     rows = [_node_row(both, name) for name in (node_names if node_names is not None else sorted(proposals))]
     choice = _choice(both)
@@ -120,6 +123,7 @@ class _Both:
     outcomes: Mapping[str, NodeOutcome]  # reprieve's, by node
     costs: Mapping[str, ranking.Cost]  # reprieve's ranking keys
     final: stock.Pick  # the scheduler's choice among reprieve's answer
+    now: float | None = None  # when the work lost is measured (policy.criteria.work_lost)
 
 
 def _stock_costs(view: ClusterView, proposals: Mapping[str, Proposal]) -> dict[str, stock.Cost]:
@@ -187,13 +191,23 @@ def _stock_side(both: _Both, name: str) -> dict:
         # that every criterion has a value on both sides; upstream ranked by its own key.
         outcome = both.outcomes.get(name)
         if outcome is not None and outcome.proposed_cost is not None:
-            side["cost"], side["summary"] = _cost(outcome.proposed_cost), outcome.proposed_cost.describe()
+            side["cost"] = _cost(outcome.proposed_cost)
+            side["summary"] = _summary(outcome.proposed_cost, both, proposal.uids)
         side["upstream_cost"] = _cost(pick.costs[name]) if name in pick.costs else None
         side["reasons"] = [*(dry.reasons if dry else ()), *([pick.reasons[name]] if name in pick.reasons else [])]
         if name not in pick.ranks:
             side["reasons"].append("not ranked: a victim is not in the snapshot")
     side["reasons"] = [times.readable(r) for r in side["reasons"]]
     return side
+
+
+def _summary(cost: ranking.Cost, both: _Both, uids: Sequence[str]) -> str:
+    """The cost in brief, with the GPU-seconds the victims lose apart where they hold GPUs."""
+    gpu = work_lost.gpu_seconds([both.view.pods[u] for u in uids if u in both.view.pods], both.now)
+    brief = cost.describe()
+    if not gpu:
+        return brief
+    return ", ".join(p for p in (brief, f"{gpu:.0f} GPU-seconds lost") if p)
 
 
 def _reprieve_side(both: _Both, name: str) -> dict:
@@ -217,7 +231,7 @@ def _reprieve_side(both: _Both, name: str) -> dict:
         "kept_scheduler_victims": outcome.kept_scheduler_victims,
         "rank": (1 + sum(c.key < cost.key for c in both.costs.values())) if cost else None,
         "cost": _cost(cost) if cost else None,
-        "summary": cost.describe() if cost else None,
+        "summary": _summary(cost, both, uids) if cost else None,
         "offered": outcome.verdict in (Verdict.CHOSEN, Verdict.PASSED_THROUGH),
         "chosen": name in both.final.tied,
         "reasons": [times.readable(r) for r in outcome.reasons],

@@ -24,7 +24,6 @@ from policy.model import Pod
 from policy.view import ClusterView
 
 VERSION = 1
-GENERATED_DAY = 86_400.0  # a generated workload's pods start within a day of policy.workload.EPOCH
 
 ROWS = (
     ("preemptions", "preemptions"),
@@ -40,6 +39,8 @@ ROWS = (
     ("no_home", "victims with no home"),
     ("retries_burned", "retries burned"),
     ("room_wait_seconds", "room wait (seconds)"),
+    ("work_lost_cpu_seconds", "work lost, cpu-seconds"),
+    ("gpu_seconds_lost", "GPU-seconds lost"),
     ("cascade", "cascade length"),
     ("pending", "pods left pending"),
 )
@@ -63,12 +64,13 @@ def run(
     now: float | None = None,
 ) -> str:
     """The rendered report; bad input raises a ReprieveError naming the file and object.
-    ``warn`` is given a line for each item the snapshot loader leaves out (with ``strict``, the
+    Both sides are judged at one time: the end of the generated day (policy.workload.EPOCH +
+    1 day) for a generated workload, and for a snapshot the latest time it shows
+    (policy.replay.dump_time), so that replaying it again gives the same report; ``now`` (the
+    wall clock) only where it shows none. ``warn`` is given a line for each item the snapshot loader leaves out (with ``strict``, the
     first is an error instead) and for each thing left out of the queue
     (extender.commands.pending); by default the lines go to stderr. With ``policy`` (the file
-    at ``policy_path``) reprieve's side decides under its rules, ranking and guards, judged at
-    ``now`` (seconds since the epoch) for a snapshot and at the end of the generated day
-    (policy.workload.EPOCH + 1 day) for a generated workload."""
+    at ``policy_path``) reprieve's side decides under its rules, ranking and guards."""
     how = _placement(placement)
     if generate is not None:
         if snapshot_path or pods_path:
@@ -77,7 +79,7 @@ def run(
             raise ConfigError(f"--generate must be at least 1, not {generate}")
         made = generated(generate, seed=seed, shape=shape, pressure=pressure)
         view, pending = made.view, made.pending
-        now = workload.EPOCH + GENERATED_DAY
+        now = workload.END
         source = {"snapshot": None, "pods": None, "generate": generate, "seed": seed, "shape": shape, "pressure": pressure}
     else:
         if shape != "cpu" or pressure != 1.0:
@@ -92,12 +94,14 @@ def run(
         for note in queue.notes:
             warn(note)
         view, pending = queue.view, queue.pods
+        shown = replay.dump_time(view)
+        now = now if shown is None else shown
         source = {"snapshot": snapshot_path, "pods": pods_path, "generate": None, "seed": None}
     reprieve = None
     if policy is not None:
         reprieve = replay.reprieve_with(rules=policy.rules, order=policy.order, guards=policy.guards, now=now)
-    report = build_report(view, pending, replace=replace, placement=how, reprieve=reprieve)
-    report["input"] = {**source, "replace": replace, "placement": placement, "policy": policy_path}
+    report = build_report(view, pending, replace=replace, placement=how, reprieve=reprieve, now=now)
+    report["input"] = {**source, "replace": replace, "placement": placement, "policy": policy_path, "now": now}
     if output == "json":
         return orjson.dumps(report, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2).decode() + "\n"
     return render(report)
@@ -134,8 +138,9 @@ def build_report(
     replace: bool,
     placement: scoring.Placement = scoring.DEFAULT,
     reprieve: replay.Decider | None = None,
+    now: float | None = None,
 ) -> dict:
-    runs = replay.compare(view, pending, replace=replace, placement=placement, reprieve=reprieve)
+    runs = replay.compare(view, pending, replace=replace, placement=placement, reprieve=reprieve, now=now)
     totals = {side: r.totals.as_dict() for side, r in runs.items()}
     totals["difference"] = {k: totals[replay.REPRIEVE][k] - totals[replay.STOCK][k] for k in replay.Totals.FIELDS}
     return {
@@ -167,6 +172,8 @@ def _step(step: replay.Step) -> dict:
         "jobs_failed": list(step.jobs_failed),
         "retries_burned": step.retries_burned,
         "room_wait_seconds": step.room_wait,
+        "work_lost_cpu_seconds": round(step.cpu_seconds_lost),
+        "gpu_seconds_lost": round(step.gpu_seconds_lost),
         "why": step.why,
     }
 

@@ -15,6 +15,7 @@ from pydantic import StrictBool, StrictInt, StrictStr
 
 from policy import gangs, jobs
 from policy.criteria.deletion_cost import ANNOTATION as DELETION_COST
+from policy.criteria.work_lost import ANNOTATION as CHECKPOINT
 from policy.quantity import parse_quantity
 
 
@@ -70,24 +71,24 @@ class AnnotatedMeta(ObjectMeta):
 
 
 # The pod annotations reprieve reads: gang membership (policy.gangs), the pod-deletion-cost and
-# an Indexed Job's index and its failures (policy.jobs).
-POD_ANNOTATIONS = gangs.ANNOTATIONS | {DELETION_COST} | jobs.ANNOTATIONS
+# an Indexed Job's index and its failures (policy.jobs), and the last checkpoint (policy.criteria.work_lost).
+POD_ANNOTATIONS = gangs.ANNOTATIONS | {DELETION_COST} | jobs.ANNOTATIONS | {CHECKPOINT}
 
 
 def pod_annotations(value: Any) -> Any:
     """Only the annotations reprieve reads (``POD_ANNOTATIONS``), picked before validation: the
     rest (kubectl's last-applied-configuration can be 256 KiB) is neither checked nor kept. A
     kept value longer than a name (253 characters) is dropped too: no PodGroup has such a name,
-    and the counts gangs reads and a deletion cost are at most 11 characters, so it marks
-    nothing either way."""
+    the counts gangs reads and a deletion cost are at most 11 characters, and an RFC 3339 time
+    at most 35, so it marks nothing either way."""
     if not isinstance(value, dict):
         return value  # not a map: let validation say so
     return {k: v for k in POD_ANNOTATIONS if (v := value.get(k)) is not None and not (isinstance(v, str) and len(v) > 253)}
 
 
 class PodMeta(ObjectMeta):
-    """A pod's metadata: the annotations that mark gang membership, its deletion cost and its Job
-    index, none other."""
+    """A pod's metadata: the annotations that mark gang membership, its deletion cost, its Job
+    index and its last checkpoint, none other."""
 
     annotations: Annotated[dict[StrictStr, StrictStr] | None, BeforeValidator(pod_annotations)] = None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import functools
 import re
 from collections.abc import Mapping
@@ -12,6 +13,7 @@ from extender.state import kube
 from policy import apps, gangs, jobs, model, resources
 from policy import placement as place
 from policy.criteria.deletion_cost import ANNOTATION as DELETION_COST
+from policy.criteria.work_lost import ANNOTATION as CHECKPOINT
 from policy.labels import Requirement, Selector
 from policy.quantity import to_units
 from policy.qos import QoS, compute_qos
@@ -192,6 +194,7 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
         deletion_cost=deletion_cost((meta.annotations or {}).get(DELETION_COST)),
         job_index=jobs.index_of(annotations=meta.annotations or {}, labels=meta.labels or {}) if controller else None,
         grace=grace_period(spec.terminationGracePeriodSeconds),
+        checkpoint=checkpoint((meta.annotations or {}).get(CHECKPOINT)),
         **_lifecycle(pod, name),
     )
 
@@ -227,16 +230,12 @@ def pod_revised(old: model.Pod, pod: kube.Pod) -> model.Pod:
     return dataclasses.replace(old, **_lifecycle(pod, _share_name))
 
 
-# What the API server writes into an absent spec.terminationGracePeriodSeconds.
-DEFAULT_GRACE = 30
-
-
 def grace_period(value: int | None) -> int:
     """``spec.terminationGracePeriodSeconds`` as a deletion with default options uses it (what
     kube-scheduler's preemption sends: the pod's own grace period): absent, the API server's
     default of 30; negative, 1 (the pod registry's CheckGracefulDelete)."""
     if value is None:
-        return DEFAULT_GRACE
+        return model.DEFAULT_GRACE
     return 1 if value < 0 else value
 
 
@@ -251,6 +250,28 @@ def deletion_cost(value: str | None) -> int:
         return 0
     cost = int(value)
     return cost if -(2**31) <= cost < 2**31 else 0
+
+
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?([Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
+def checkpoint(value: str | None) -> float | None:
+    """``reprieve.io/last-checkpoint`` as seconds since the epoch: an RFC 3339 date-time with a
+    zone (``2026-12-06T15:04:05Z``, fractions of a second allowed); anything else, or nothing,
+    is None (no checkpoint), as a bad pod-deletion-cost reads as none."""
+    if value is None or not _RFC3339.fullmatch(value):
+        return None
+    text = value.upper().replace("Z", "+00:00")
+    whole, dot, rest = text.partition(".")
+    if dot:  # fromisoformat takes at most 6 digits of a second
+        digits = rest[: len(rest) - 6]
+        text = f"{whole}.{digits[:6].ljust(6, '0')}{rest[len(digits):]}"
+    try:
+        return datetime.datetime.fromisoformat(text).timestamp()
+    except ValueError:  # a date or time out of range (month 13, hour 25)
+        return None
 
 
 def preempted(condition: Any) -> bool:

@@ -26,6 +26,7 @@ from policy.criteria import (
     time_to_room,
     top_priority,
     victims,
+    work_lost,
 )
 from policy.criteria.criterion import Criterion, Facts, Kind, Reach, Stay, Unit
 from policy.model import Pod
@@ -45,6 +46,7 @@ HOMELESS = homeless.CRITERION
 PRIORITY_SUM = priority_sum.CRITERION
 VICTIMS = victims.CRITERION
 DELETION_COST = deletion_cost.CRITERION
+WORK_LOST = work_lost.CRITERION
 START = start.CRITERION
 TIME_TO_ROOM = time_to_room.CRITERION
 
@@ -64,6 +66,7 @@ CANONICAL: tuple[Criterion, ...] = (
     HOMELESS,
     PRIORITY_SUM,
     VICTIMS,
+    WORK_LOST,  # after the number of victims, before the deletion cost: docs/policy.md measures the places tried
     DELETION_COST,
     TIME_TO_ROOM,  # docs/policy.md measures the places tried
     START,  # the tie-breaker: last in every order
@@ -91,5 +94,5 @@ def values(pod: Pod, facts: Facts) -> tuple:
 __all__ = [
     "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "Criterion", "DELETION_COST", "Facts", "GANG_WORK", "GUARANTEED", "HOMELESS", "JOBS_FAILED", "Kind",
     "MANAGERS", "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PER_POD", "PRIORITY_SUM", "RETRIES_BURNED", "Reach", "START", "STRICT_BUDGETS", "SUMMARY", "Stay",
-    "TIME_TO_ROOM", "TOP_PRIORITY", "Unit", "VICTIMS", "values",
+    "TIME_TO_ROOM", "TOP_PRIORITY", "Unit", "VICTIMS", "WORK_LOST", "values",
 ]

@@ -30,6 +30,7 @@ from policy.gangs import GangOf
 from policy.jobs import Stake, StakeOf
 from policy.model import Pod
 from policy.pdb import BudgetsOf
+from policy.resources import Vector
 
 
 class Kind(Enum):
@@ -58,6 +59,8 @@ class Facts:
     app_of: AppOf | None = None  # applications with a manager (policy.apps)
     strict_of: BudgetsOf | None = None  # the strict budgets covering a pod (policy.guards); None: no such rule
     stake_of: StakeOf | None = None  # what evicting a pod costs its Job (policy.jobs)
+    now: float | None = None  # the request's time, seconds since the epoch (policy.criteria.work_lost)
+    allocatable: Vector | None = None  # the node's, where the victims are (policy.criteria.work_lost)
     values: dict[str, tuple] = field(default_factory=dict)  # UID -> its per-pod values (policy.criteria.values)
     memo: dict = field(default_factory=dict)  # what a criterion keeps per pod for the request, by its own keys
 
@@ -75,6 +78,7 @@ class Reach(NamedTuple):
     homeless: int = 0
     deletion_cost: float = -math.inf  # the lowest pod-deletion-cost a victim can have
     grace: float = 0  # the shortest grace period a live victim can have (policy.criteria.time_to_room)
+    work_lost: int = 0  # the least work the victims can lose (policy.criteria.work_lost), set per request
 
 
 class Running:

@@ -37,19 +37,19 @@ def _of_pod(pod: Pod, facts: Facts) -> int:
 
 
 def _seconds(value: float) -> str:
-    return "at once" if value <= 0 else f"in {value:.0f} s"
+    return "at once" if value <= 0 else f"in {int(value)} s"
 
 
 def _show(value: float, _) -> str:
-    return f"{value:.0f} s"
+    return f"{int(value)} s"
 
 
 def _at_least(value: float, _) -> str:
-    return f"at least {value:.0f} s (the shortest grace period among the candidates)"
+    return f"at least {int(value)} s (the shortest grace period among the candidates)"
 
 
 def _stays(pod: Pod, victim: Pod, stay: Stay) -> str | None:
-    if pod.grace > victim.grace:
+    if not victim.terminating and pod.grace > victim.grace:  # a terminating victim counts nothing
         return f"goes {_seconds(pod.grace)} (terminationGracePeriodSeconds), {victim.key} {_seconds(victim.grace)}"
     return None
 

@@ -99,7 +99,7 @@ def decide(
         homes=where,
         choosing=victims.Choosing(
             preemptor, budgets, screen, gang_of, order, where, inside=inside, strict_of=strict_of, app_of=app_of,
-            stake_of=stake_of,
+            stake_of=stake_of, now=now,
         ),
         guarded=guards is not None,
     )

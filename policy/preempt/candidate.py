@@ -329,6 +329,7 @@ def _priced(
     facts = Facts(
         request.budgets, request.gang_of, opted_out, no_home,
         app_of=request.app_of, strict_of=request.choosing.strict_of, stake_of=request.stake_of,
+        now=request.now, allocatable=request.view.nodes[name].node.allocatable if name in request.view.nodes else None,
     )
     return request.order.cost(victims, facts), homeless
 

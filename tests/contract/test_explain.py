@@ -111,6 +111,7 @@ def test_json_on_the_example_shows_stock_and_reprieve_disagree(capsys):
         "homeless_victims": 1,
         "priority_sum": 100,
         "victims": 1,
+        "work_lost_core_seconds": 167880,  # 2 cores' worth (one of node-d's 2 GPUs) x 83,940 s, at the dump's latest time
         "highest_deletion_cost": 0,
         "time_to_room_seconds": 30,  # the example's pods set no grace period: the API server's 30 s
         "top_victims_start": "2026-11-21T09:00:00Z",
@@ -120,15 +121,15 @@ def test_json_on_the_example_shows_stock_and_reprieve_disagree(capsys):
     assert a["decided_by"] == {"criterion": "Guaranteed victims", "field": "guaranteed", "reprieve": 0, "stock": 1}
     assert d["decided_by"] is None  # the same victims
 
-    # reprieve's own victims on node-d and on node-a differ first on the start.
+    # reprieve's own victims on node-d and on node-a differ first on the work lost, at the dump's
+    # latest time: backfill-0, 2 cores' worth x 83,940 s, against report-1, 1 core x 167,940 s.
     assert result["differences"][0] == (
         "reprieve preempts on node-d, stock on node-a; reprieve ranks its victims on node-d first, decided by "
-        "start of the most important victims (later is better): 2026-11-21T09:00:00Z on node-d against "
-        "2026-11-20T09:40:00Z on node-a"
+        "work lost since the last checkpoint: 167880 core-seconds on node-d against 167940 core-seconds on node-a"
     )
     assert p["decided_by"] == {
-        "criterion": "start of the most important victims (later is better)", "field": "top_victims_start",
-        "reprieve": "2026-11-21T09:00:00Z", "stock": "2026-11-20T09:40:00Z",
+        "criterion": "work lost since the last checkpoint", "field": "work_lost_core_seconds",
+        "reprieve": 167880, "stock": 167940,
     }
     assert "node-a: reprieve evicts batch/report-1 instead of batch/report-2, decided by Guaranteed victims: 0 against 1" in result["differences"]
 

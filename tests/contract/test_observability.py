@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import types
 
 import orjson
 import pytest
@@ -12,6 +13,7 @@ from extender.serving.app import create_app
 from extender.state.source import StaticCluster
 from extender.config import Mode, Settings
 from extender.serving.logs import JsonFormatter
+from extender.serving.verbs import preempt as preempt_verb
 from extender.metrics import Metrics, priority_band
 from tests.builders import node, pdb, pod, view
 from tests.conftest import ROOT
@@ -212,10 +214,13 @@ def test_at_info_only_changes_and_preemptions_are_logged(client, caplog):
     assert decision_lines(caplog) == []
 
 
-def test_times_in_the_decision_log_are_iso_8601(client, example_view, caplog):
-    # node-a (batch/report-1 by reprieve, Burstable, started 2026-11-20T09:40:00Z) and node-d
-    # (analytics/backfill-0, started 2026-11-21T09:00:00Z) tie up to the start: later is better,
-    # so node-d wins and the reason names both start times, as explain and the Events do.
+def test_times_in_the_decision_log_are_iso_8601(client, example_view, caplog, monkeypatch):
+    # node-a (batch/report-1 by reprieve, Burstable, 1 core, started 2026-11-20T09:40:00Z) and
+    # node-d (analytics/backfill-0, 2 cores' worth: one of the node's two GPUs, started
+    # 2026-11-21T09:00:00Z) tie up to the start at 2026-11-22T08:20:00Z, when each has lost
+    # 168,000 core-seconds (1 x 46 h 40 min, 2 x 23 h 20 min): later is better, so node-d wins
+    # and the reason names both start times, as explain and the Events do.
+    monkeypatch.setattr(preempt_verb, "time", types.SimpleNamespace(time=lambda: 1_795_335_600.0))
     uid = {p.key: p.uid for p in example_view.pods.values()}
     request = orjson.loads((REQUESTS / "preempt.json").read_bytes())
     request["NodeNameToMetaVictims"] = {

@@ -42,10 +42,16 @@ def test_shipped_workload_json_totals(capsys):
     # Lane q: 8 Guaranteed (stock) or Burstable (reprieve) victims; lane p: 7 Guaranteed db pods
     # behind a budget allowing none (stock) or 7 Burstable web pods within their allowance;
     # lane e: 16 Burstable (stock) or BestEffort (reprieve) victims. One victim per preemptor.
+    # Work lost, at the dump's latest time: reprieve's Burstable victims in lane q and web pods
+    # in lane p ran longer than stock's (the QoS classes and budgets rank first), its BestEffort
+    # ones in lane e ask no cpu: 530 cpu-seconds against 320.
     assert stock == {"preemptions": 31, "victims": 31, "pdb_violations": 7, "jobs_failed": 0, "broken_gangs": 0, "members_stranded": 0, "managed_pods_lost": 0, "guaranteed_victims": 15,
-                     "burstable_victims": 16, "priority_loss": 31, "no_home": 31, "retries_burned": 0, "room_wait_seconds": 31, "cascade": 0, "pending": 0}
+                     "burstable_victims": 16, "priority_loss": 31, "no_home": 31, "retries_burned": 0, "room_wait_seconds": 31, "work_lost_cpu_seconds": 320,
+                     "gpu_seconds_lost": 0, "cascade": 0, "pending": 0}
     assert mine == {"preemptions": 31, "victims": 31, "pdb_violations": 0, "jobs_failed": 0, "broken_gangs": 0, "members_stranded": 0, "managed_pods_lost": 0, "guaranteed_victims": 0,
-                    "burstable_victims": 15, "priority_loss": 31, "no_home": 31, "retries_burned": 0, "room_wait_seconds": 31, "cascade": 0, "pending": 0}
+                    "burstable_victims": 15, "priority_loss": 31, "no_home": 31, "retries_burned": 0, "room_wait_seconds": 31, "work_lost_cpu_seconds": 530,
+                    "gpu_seconds_lost": 0, "cascade": 0, "pending": 0}
+    assert doc["input"]["now"] == 1_795_168_820.0  # the dump's latest time, whenever it is replayed
     assert diff == {k: mine[k] - stock[k] for k in stock}
     steps = {side: {s["pod"]: s for s in doc["steps"][side]} for side in ("stock", "reprieve")}
     assert steps["stock"]["replay/urgent-p-08"]["victims"][0].startswith("replay/db-")

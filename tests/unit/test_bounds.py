@@ -13,7 +13,7 @@ from policy.model import InFlight, PriorityClass
 from policy.preempt import Proposal, Verdict, decide
 from policy.victims import Choosing, VictimSelection, select_victims
 from tests.builders import group, node, pdb, pod, view
-from tests.unit.test_preempt_vs_stock import B, BE, G, GRACES, JOB_OF, JOBS, ROLES, running_pods
+from tests.unit.test_preempt_vs_stock import B, BE, G, GRACES, JOB_OF, JOBS, NOW, ROLES, checkpoint, running_pods
 
 
 def _pods(running, on: str, *, prefix: str = ""):
@@ -25,6 +25,7 @@ def _pods(running, on: str, *, prefix: str = ""):
             kind=(None, "ReplicaSet", "ReplicaSet", "DaemonSet")[i % 4],  # policy.homes: who re-creates it
             deletion_cost=(start * 7 + i) % 5 - 2,  # -2..2: the deletion-cost bound, negative costs too
             job=JOB_OF[owner], grace=GRACES[(start + i) % 3],
+            checkpoint=checkpoint(i, start),  # the work-lost bound: checkpoints before and after the start
         )
         for i, (prio, cpu, qos, start, budgeted, term, gang, role, owner) in enumerate(running)
     ]
@@ -70,11 +71,12 @@ def test_floor_is_at_most_the_cost_criterion_by_criterion(
     preemptor = pod("pre", cpu=need, priority=preemptor_priority)
     info = v.nodes["n1"]
     reservations = v.reservations("n1", pod=preemptor)
-    floor = bounds.floor(v, info, preemptor, reservations, order, homes.of(v))
+    floor = bounds.floor(v, info, preemptor, reservations, order, homes.of(v), now=NOW)
     # Pods the answer may not name stay, as select_victims' ``nameable`` makes them.
     names = {f"p{i}" for i in unsettled}
     choosing = Choosing(
         preemptor, v.budgets_covering, gang_of=v.gang_of, order=order, homes=homes.of(v), app_of=v.app_of, stake_of=v.stake_of,
+        now=NOW,
     )
     selection = select_victims(node=info, choosing=choosing, reservations=reservations, nameable=lambda p: p.name not in names)
     if not isinstance(selection, VictimSelection):

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from extender.live.changes import KINDS, UNCHANGED, Decoder, key_of, record_of
 from policy.criteria.deletion_cost import ANNOTATION as COST
+from policy.criteria.work_lost import ANNOTATION as CHECKPOINT
 from policy.gangs import ANNOTATIONS
 from policy.jobs import INDEX, INDEX_FAILURES
 
@@ -72,7 +73,8 @@ VALUES = {
     ("metadata", "namespace"): ([ABSENT, "shop", "other"], [None, 5]),  # absent is "" (default), null is refused
     ("metadata", "annotations"): (
         [ABSENT, {"note": "y"}, {"note": 5}, {GANG: "group-a"}, {GANG: "g" * 300}, {COST: "5"}, {COST: "-3"}, {COST: "+1"},
-         {INDEX: "2"}, {INDEX: "2", INDEX_FAILURES: "1"}, {INDEX: "x"}],
+         {INDEX: "2"}, {INDEX: "2", INDEX_FAILURES: "1"}, {INDEX: "x"},
+         {CHECKPOINT: STAMP}, {CHECKPOINT: "2026-11-26T11:30:00.5+01:00"}, {CHECKPOINT: "yesterday"}],
         [{GANG: 5}, "bad"],
     ),
     ("metadata", "ownerReferences"): ([ABSENT, [{"uid": "rs-2", "kind": "ReplicaSet", "controller": True}]], [[{"uid": 5}]]),
@@ -231,6 +233,29 @@ def test_an_event_that_changes_no_field_of_interest_is_unchanged_without_validat
                            ("field", ("status", "phase"), "Running"), ("field", ("status", "conditions"), [{"type": "Ready"}])])
     assert decoder.event({"type": "MODIFIED", "object": status}, classes, applied.get) == ("u-1", UNCHANGED)
     assert calls == []
+
+
+@pytest.mark.parametrize("before, after, checkpoint", [
+    (None, STAMP, 1795687200.0),  # 2026-11-26T10:00:00Z in seconds since the epoch
+    (STAMP, "2026-11-26T11:00:00Z", 1795690800.0),
+    (STAMP, "not a time", None),  # malformed: no checkpoint
+])
+def test_the_fast_path_notices_a_new_checkpoint(before, after, checkpoint):
+    # Only the annotation reprieve.io/last-checkpoint changes (a checkpointing workload writes
+    # it): the watch must not take the event as unchanged, and the record carries the new time.
+    decoder, classes = Decoder(POD), CLASSES[1]
+    raw = base_pod()
+    if before is not None:
+        raw["metadata"]["annotations"][CHECKPOINT] = before
+    applied = decoder.list([([raw], classes)])
+    assert applied["u-1"].checkpoint == (None if before is None else 1795687200.0)
+    saved = changed(raw, [("field", ("metadata", "annotations"), {"note": "x", CHECKPOINT: after})])
+    key, record = decoder.event({"type": "MODIFIED", "object": saved}, classes, applied.get)
+    if checkpoint == applied["u-1"].checkpoint:
+        assert record is UNCHANGED or record.checkpoint == checkpoint
+    else:
+        assert record is not UNCHANGED and record.checkpoint == checkpoint
+        assert record == dataclasses.replace(applied[key], checkpoint=checkpoint)
 
 
 def test_a_bind_is_revised_from_the_lifecycle_fields_alone(monkeypatch):

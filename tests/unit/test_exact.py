@@ -21,6 +21,8 @@ from tests.unit.test_preempt_vs_stock import GRACES
 G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
 NOTHING = (math.inf,)
 
+NOW = 10.0  # the request's time, after every drawn start (0-3) and checkpoint (the work lost)
+
 
 def test_one_large_victim_beats_the_two_small_ones_every_greedy_order_takes():
     # Room for 6 cpu of the 10 used. Every greedy order keeps the most important pod (a, 4
@@ -142,6 +144,7 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
             terminating=flag == 0, gang=GANGS.get(flag), job=owner or None,
             index=(i % 2, i % 2) if owner == "indexed" else None,
             grace=GRACES[(start + i) % 3],
+            checkpoint=(None, start + 2.0, start - 1.0)[i % 3],  # the work lost: since the start or a checkpoint
         )
         for i, ((prio, cpu, mem, qos, start, budgets, flag, owner), role) in enumerate(zip(running, roles))
     ]
@@ -154,7 +157,8 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
     checked = ("cpu", "memory")
     space = {"cpu": room[0] * 1000, "memory": room[1] * 2**30}
     no_home = frozenset(p.uid for p in live if int(p.name[1:]) % 2)  # no home (policy.homes): odd ones
-    facts = Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home, app_of=v.app_of, stake_of=v.stake_of)
+    facts = Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home, app_of=v.app_of, stake_of=v.stake_of,
+                  now=NOW, allocatable=v.nodes["n1"].node.allocatable)
     search = exact.Search(space, checked, live, leaving, facts, order)
     expected = brute_force(search)
     found = exact.cheapest(search, beat=NOTHING)
@@ -174,7 +178,8 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
     opted = sum(p.uid in opted_out for p in found.victims)
     assert found.cost.detail(ranking.BROKEN_GANGS) == broken
     assert found.cost.detail(ranking.JOBS_FAILED) == jobs.failing(found.victims, v.stake_of)
-    facts = Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home, app_of=v.app_of, stake_of=v.stake_of)
+    facts = Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home, app_of=v.app_of, stake_of=v.stake_of,
+                  now=NOW, allocatable=v.nodes["n1"].node.allocatable)
     cost = order.cost(found.victims, facts)
     assert cost.key == found.key == reference_key(found.victims, facts, order)
     assert (cost.value(ranking.OPTED_OUT), cost.value(ranking.HOMELESS)) == (opted, homeless)

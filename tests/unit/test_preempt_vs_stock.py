@@ -28,6 +28,13 @@ G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
 # The grace periods the property tests' pods draw from: policy.criteria.time_to_room counts only
 # the live victims' grace (a terminating pod reprieve names but stock reprieves must not count).
 GRACES = (0, 30, 60)
+# The requests' time, after every drawn start (0-50): the work lost since each start or checkpoint.
+NOW = 60.0
+
+
+def checkpoint(i: int, start: int) -> float | None:
+    """Some pods' last checkpoint (policy.criteria.work_lost): none, after the start, or before it."""
+    return (None, start + 5.0, start - 3.0, start + 1.0)[i % 4]
 
 
 def both(v, preemptor, name="n1", order=ranking.DEFAULT):
@@ -35,6 +42,7 @@ def both(v, preemptor, name="n1", order=ranking.DEFAULT):
     reservations = v.reservations(name, pod=preemptor)
     choosing = Choosing(
         preemptor, v.budgets_covering, gang_of=v.gang_of, order=order, homes=homes.of(v), app_of=v.app_of, stake_of=v.stake_of,
+        now=NOW,
     )
     mine = select_victims(node=info, choosing=choosing, reservations=reservations)
     theirs = stock.select_victims(node=info, preemptor=preemptor, reservations=reservations, budgets_of=v.budgets_covering)
@@ -129,6 +137,7 @@ def test_reprieve_never_costs_more_than_stock_on_a_node(
             labels={"app": "a" if budgeted else f"x{i}", **ROLES[role]}, terminating=term == 0,
             gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4], job=JOB_OF[owner],
             grace=GRACES[(start + i) % 3],
+            checkpoint=checkpoint(i, start),
         )
         for i, (prio, cpu, qos, start, budgeted, term, gang, role, owner) in enumerate(running)
     ]
@@ -144,7 +153,7 @@ def test_reprieve_never_costs_more_than_stock_on_a_node(
     if not isinstance(theirs, stock.Victims):
         return
     assert isinstance(mine, VictimSelection), mine
-    assert cost_key(mine.victims, v, order) <= cost_key(theirs.victims, v, order), (
+    assert cost_key(mine.victims, v, order, now=NOW) <= cost_key(theirs.victims, v, order, now=NOW), (
         [p.name for p in mine.victims], [p.name for p in theirs.victims]
     )
 
@@ -193,6 +202,7 @@ def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
             labels={"app": ("x", "a", "b")[budget], "id": str(i), **ROLES[role]}, terminating=term == 0,
             gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4], job=JOB_OF[owner],
             grace=GRACES[(start + i) % 3],
+            checkpoint=checkpoint(i, start),
         )
         for i, (n, prio, cpu, qos, start, budget, term, gang, role, owner) in enumerate(running)
     ]
@@ -205,7 +215,7 @@ def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
     dry = stock.decide(view=v, preemptor=preemptor, node_names=[n.name for n in nodes])
     if dry.refusal or dry.fits or dry.pick.chosen is None:
         return  # the scheduler would not preempt (or could not)
-    decision = preempt.decide(view=v, preemptor=preemptor, proposals=dry.proposals)
+    decision = preempt.decide(view=v, preemptor=preemptor, proposals=dry.proposals, now=NOW)
     theirs = dry.nodes[dry.pick.chosen].victims
     if not decision.answer:
         # Evicting no one: the pod waits for pods already terminating on a candidate.
@@ -215,7 +225,9 @@ def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
     assert len(decision.answer) == 1, decision.reasons
     (offered,) = decision.answer
     outcome = next(o for o in decision.outcomes if o.node == offered)
-    assert cost_key(outcome.victims, v, node=offered) <= cost_key(theirs, v, node=dry.pick.chosen), (offered, dry.pick.chosen)
+    assert cost_key(outcome.victims, v, node=offered, now=NOW) <= cost_key(theirs, v, node=dry.pick.chosen, now=NOW), (
+        offered, dry.pick.chosen
+    )
 
 
 @settings(max_examples=500, deadline=None)
@@ -241,6 +253,7 @@ def test_stocks_victims_are_costed_as_reprieves_own_and_never_cheaper(
             labels={"app": ("x", "a", "b")[budget], "id": str(i), **ROLES[role]}, terminating=term == 0,
             gang=(f"g{gang}", None) if gang else None, kind=KINDS[i % 4], job=JOB_OF[owner],
             grace=GRACES[(start + i) % 3],
+            checkpoint=checkpoint(i, start),
         )
         for i, (n, prio, cpu, qos, start, budget, term, gang, role, owner) in enumerate(running)
     ]
@@ -250,11 +263,11 @@ def test_stocks_victims_are_costed_as_reprieves_own_and_never_cheaper(
     v = view(nodes, pods, budgets, groups=[group("g1", minimums[0]), group("g2", minimums[1])], jobs=JOBS)
     preemptor = pod("pre", cpu=need, priority=preemptor_priority)
     dry = stock.decide(view=v, preemptor=preemptor, node_names=[n.name for n in nodes])
-    decision = preempt.decide(view=v, preemptor=preemptor, proposals=dry.proposals, exhaustive=True, order=order)
+    decision = preempt.decide(view=v, preemptor=preemptor, proposals=dry.proposals, exhaustive=True, order=order, now=NOW)
     for outcome in decision.outcomes:
         theirs = dry.nodes[outcome.node].victims
         assert outcome.proposed_cost is not None, outcome
-        assert outcome.proposed_cost.key == cost_key(theirs, v, order, node=outcome.node)
+        assert outcome.proposed_cost.key == cost_key(theirs, v, order, node=outcome.node, now=NOW)
         if outcome.cost is not None:
             assert outcome.cost.key <= outcome.proposed_cost.key, (outcome.node, outcome.reasons)
 

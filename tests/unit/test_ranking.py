@@ -28,11 +28,11 @@ def outcome(decision, name):
     return next(o for o in decision.outcomes if o.node == name)
 
 
-def row(name, cluster, preemptor, chosen, rules=None, guards=None):
+def row(name, cluster, preemptor, chosen, rules=None, guards=None, now=None):
     """A row of test_node_ranking: ``chosen`` offered of n1 and n2 in ``cluster``, ``name``
     (a Criterion.name) deciding. With ``guards`` (policy.guards) the other node is dropped,
-    not outranked: a strict budget is never violated."""
-    return pytest.param(name, cluster, preemptor, rules, chosen, guards, id=name)
+    not outranked: a strict budget is never violated. ``now``: the request's time."""
+    return pytest.param(name, cluster, preemptor, rules, chosen, guards, now, id=name)
 
 
 def criterion_named(reason: str) -> ranking.Criterion | None:
@@ -197,6 +197,16 @@ ROWS = [
         pod("pre", priority=10, cpu=10), "n2",
     ),
     row(
+        # At now = 7,200 s: n1's victim started 2 h ago (at 0) but checkpointed 10 min ago (6,600),
+        # n2's started 1 h ago (3,600) with no checkpoint. Each holds the whole node's 10 cores:
+        # n1 loses 10 x 600 = 6,000 core-seconds, n2 10 x 3,600 = 36,000. n1's victim goes,
+        # though the start, which comes after, would pick n2 (its victim started later).
+        "work lost since the last checkpoint",
+        view([node("n1"), node("n2")], [pod("a", node="n1", priority=1, cpu=10, start=0, checkpoint=6600),
+                                         pod("b", node="n2", priority=1, cpu=10, start=3600)]),
+        pod("pre", priority=10, cpu=10), "n1", now=7200,
+    ),
+    row(
         # One Burstable bare victim each at priority 1: n1's started at 100 s, n2's at 500 s.
         # The younger work goes: n2.
         "start of the most important victims (later is better)",
@@ -207,14 +217,14 @@ ROWS = [
 ]
 
 
-@pytest.mark.parametrize("name, v, preemptor, rules, chosen, guards", ROWS)
-def test_node_ranking(name, v, preemptor, rules, chosen, guards):
+@pytest.mark.parametrize("name, v, preemptor, rules, chosen, guards, now", ROWS)
+def test_node_ranking(name, v, preemptor, rules, chosen, guards, now):
     proposals = scheduler_proposals(v, preemptor, nodes=["n1", "n2"])
     assert set(proposals) == {"n1", "n2"}  # both are candidates, as the scheduler sees them
     [other] = {"n1", "n2"} - {chosen}
-    exhaustive = decide(view=v, preemptor=preemptor, proposals=proposals, rules=rules, exhaustive=True, guards=guards)
+    exhaustive = decide(view=v, preemptor=preemptor, proposals=proposals, rules=rules, exhaustive=True, guards=guards, now=now)
     # Solving only the nodes that can still win (policy.bounds) gives the same answer.
-    fast = decide(view=v, preemptor=preemptor, proposals=proposals, rules=rules, guards=guards)
+    fast = decide(view=v, preemptor=preemptor, proposals=proposals, rules=rules, guards=guards, now=now)
     for decision in (exhaustive, fast):
         assert list(decision.answer) == [chosen], decision.reasons
         loser = outcome(decision, other)
@@ -222,7 +232,7 @@ def test_node_ranking(name, v, preemptor, rules, chosen, guards):
             assert (loser.verdict, loser.cause) == (Verdict.DROPPED, Cause.STRICT_BUDGET), loser.reasons
             assert "strict PodDisruptionBudget" in loser.reasons[0]
             # Without the rule the other node wins: the criterion decided.
-            assert list(decide(view=v, preemptor=preemptor, proposals=proposals, rules=rules).answer) == [other]
+            assert list(decide(view=v, preemptor=preemptor, proposals=proposals, rules=rules, now=now).answer) == [other]
             continue
         assert loser.verdict is Verdict.OUTRANKED
         assert getattr(criterion_named(loser.reasons[-1]), "name", None) == name, loser.reasons
@@ -231,7 +241,8 @@ def test_node_ranking(name, v, preemptor, rules, chosen, guards):
     # The chosen node's cost is its victims' key, criterion by criterion (tests.builders.reference_key).
     won, where = outcome(exhaustive, chosen), homes.of(v)
     no_home = frozenset(p.uid for p in won.victims if where.home(p, excluding=chosen) is None)  # none opted out
-    facts = Facts(v.budgets_covering, v.gang_of, no_home=no_home, app_of=v.app_of, stake_of=v.stake_of)
+    facts = Facts(v.budgets_covering, v.gang_of, no_home=no_home, app_of=v.app_of, stake_of=v.stake_of,
+                  now=now, allocatable=v.nodes[chosen].node.allocatable)
     assert won.cost.key == reference_key(won.victims, facts, won.cost.layout)
 
 

@@ -152,14 +152,15 @@ def test_stock_evicts_a_burstable_pod_for_a_pod_slot_a_best_effort_one_would_fre
         [node("e", cpu=4, pods=2)],
         [pod("be", node="e", priority=1, start=100), pod("b", node="e", cpu=1, priority=1, start=200)],
     )
-    runs = replay.compare(v, [pod("urgent", cpu=2, priority=10)])
+    # At 300 s: stock's Burstable victim loses 1 core x 100 s; the BestEffort one asks no cpu.
+    runs = replay.compare(v, [pod("urgent", cpu=2, priority=10)], now=300)
     assert runs[replay.STOCK].totals.as_dict() == {
         "preemptions": 1, "victims": 1, "pdb_violations": 0, "jobs_failed": 0, "broken_gangs": 0, "members_stranded": 0, "managed_pods_lost": 0, "guaranteed_victims": 0, "burstable_victims": 1,
-        "priority_loss": 1, "no_home": 1, "retries_burned": 0, "room_wait_seconds": 30, "cascade": 0, "pending": 0,
+        "priority_loss": 1, "no_home": 1, "retries_burned": 0, "room_wait_seconds": 30, "work_lost_cpu_seconds": 100, "gpu_seconds_lost": 0, "cascade": 0, "pending": 0,
     }
     assert runs[replay.REPRIEVE].totals.as_dict() == {
         "preemptions": 1, "victims": 1, "pdb_violations": 0, "jobs_failed": 0, "broken_gangs": 0, "members_stranded": 0, "managed_pods_lost": 0, "guaranteed_victims": 0, "burstable_victims": 0,
-        "priority_loss": 1, "no_home": 1, "retries_burned": 0, "room_wait_seconds": 30, "cascade": 0, "pending": 0,
+        "priority_loss": 1, "no_home": 1, "retries_burned": 0, "room_wait_seconds": 30, "work_lost_cpu_seconds": 0, "gpu_seconds_lost": 0, "cascade": 0, "pending": 0,
     }
 
 

@@ -104,6 +104,25 @@ def test_the_grace_period(tmp_path, grace, seconds):
     assert loaded.grace == seconds
 
 
+@pytest.mark.parametrize(
+    "value, seconds",
+    [
+        ("2026-12-06T15:00:00Z", 1796569200.0), ("2026-12-06T16:00:00+01:00", 1796569200.0),
+        ("2026-12-06t15:00:00.25z", 1796569200.25), ("2026-12-06T15:00:00.123456789Z", 1796569200.123456),
+        # Anything but an RFC 3339 date-time with a zone is no checkpoint, as a bad
+        # pod-deletion-cost is none: no zone, a date alone, out of range, not a time, unset.
+        ("2026-12-06T15:00:00", None), ("2026-12-06", None), ("2026-13-06T15:00:00Z", None), ("soon", None), ("", None),
+        (None, None),
+    ],
+)
+def test_the_last_checkpoint_annotation(tmp_path, value, seconds):
+    pod = raw_pod("a")
+    if value is not None:
+        pod["metadata"]["annotations"] = {"reprieve.io/last-checkpoint": value, "other": "x" * 300}
+    [loaded] = snapshot.load(write(tmp_path, [pod])).pods.values()
+    assert loaded.checkpoint == (None if seconds is None else pytest.approx(seconds, abs=1e-6))
+
+
 def test_terminal_pods_hold_nothing_and_other_kinds_are_named(tmp_path, caplog):
     done = raw_pod("done", nodeName="n1")
     done["status"] = {"phase": "Succeeded"}

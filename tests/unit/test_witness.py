@@ -571,3 +571,27 @@ def test_neither_is_said_in_shadow_mode_or_with_events_off(mode, events):
     w.dropped(preemptor, "n1", 1, "past httpTimeout")
     w.started(UnderWay(1, 1), Ref("Pod", "r", "ns", "u"))
     assert recorded.events == []
+
+
+def test_the_victim_note_says_which_pod_stays_for_the_work_it_would_lose():
+    # n1 (4 cpu): two alike Burstable bare pods of 2 cpu at priority 1; "saved" started an hour
+    # before "long" but checkpointed at 2026-12-06T16:50:00Z, 10 min before the request at 17:00;
+    # "long" started at 16:00 with none. The preemptor needs 2: "saved" goes (2 cores x 600 s
+    # against 2 x 3,600 s), and the note says "long" stays for the work it would lose.
+    at = 1_796_576_400.0  # 2026-12-06T17:00:00Z
+    saved = pod("saved", ns="batch", node="n1", cpu=2, priority=1, start=at - 7200, checkpoint=at - 600)
+    long = pod("long", ns="batch", node="n1", cpu=2, priority=1, start=at - 3600)
+    preemptor = pod("checkout", ns="shop", cpu=2, priority=10)
+    v = view([node("n1", cpu=4)], [saved, long, preemptor])
+    w, recorded, _ = witness()
+    proposals = {"n1": Proposal((long.uid,), 0)}  # stock's: the later start
+    decision = decide(view=v, preemptor=preemptor, proposals=proposals, now=at)
+    w.answered(v, preemptor, proposals, decision)
+    [gone] = decision.outcomes[0].victims
+    assert gone.name == "saved"
+    w.check(carried_out(v, preemptor, gone))
+    note = recorded.events[1].note
+    assert (
+        "chosen over the pods that stay: batch/long (more work to lose (last started 2026-12-06T16:00:00Z, "
+        "batch/saved 2026-12-06T16:50:00Z))"
+    ) in note, note
