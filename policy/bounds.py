@@ -189,27 +189,26 @@ class Floors:
         # The floor of a node of the view with no room held there depends on nothing else but
         # the order, where its victims could go and the time: kept with the view, for the next
         # preemptor asking the same (a burst of replicas), whole where no pod of the node has a
-        # shape with an owner (else _with_homeless looks their homes up per request) and no
-        # ``now`` is given (else _with_work bounds the work lost at it, per request).
+        # shape with an owner (else _with_homeless looks their homes up per request) but for
+        # the work lost, bounded at the request's ``now`` in its slot (``_work_at``).
         self._plain = view.summary(
-            (BUDGETS, REQUEST, "floor", priority, self._asked, tuple(c.name for c in order.criteria), homes is not None,
-             now is not None),
+            (BUDGETS, REQUEST, "floor", priority, self._asked, tuple(c.name for c in order.criteria), homes is not None),
             lambda node, _: self._kept(node.name),
         )
+        self._work_at = order.position(ranking.WORK_LOST) if now is not None and ranking.WORK_LOST in order.criteria else None
 
     def _kept(self, name: str) -> tuple[tuple, bool]:
-        """(floor, whole) of node ``name`` with no room held: whole, in this order, where no
-        home can change it; else as _floor found it."""
+        """(floor, whole) of node ``name`` with no room held: whole where no home can change
+        it, as (the floor in this order, its bound on the victims: the work lost's, per
+        request); else as _floor found it (NO_ROOM and FREE: whole, alone)."""
         below = self._below(name)
         found = self._floor(below, ())
         if found is NO_ROOM or found is FREE:
             return found, True  # FREE: each request's own ``free`` (policy.preempt tells it by identity)
-        if self._now is not None:
-            return found, False
         if self._homes is None:
-            return self._order.arrange(found), True
+            return (self._order.arrange(found), found[_VICTIMS]), True
         if not below.shapes:
-            return self._order.arrange(self._with_homeless(found, name, below)), True
+            return (self._order.arrange(self._with_homeless(found, name, below)), found[_VICTIMS]), True
         return found, False
 
     def __call__(self, info: NodeInfo, reservations: Sequence[Pod], *, kept_with_view: bool = True) -> tuple:
@@ -224,7 +223,14 @@ class Floors:
         elif not reservations:
             found, whole = self._plain(info.name)
             if whole:
-                return self.free if found is FREE else found
+                if found is FREE or found is NO_ROOM:
+                    return self.free if found is FREE else found
+                arranged, victims = found
+                if self._work_at is None:
+                    return arranged
+                least = self._below(info.name).youngest.floor(victims, self._now)
+                at = self._work_at
+                return (*arranged[:at], least, *arranged[at + 1 :]) if least else arranged
         else:
             found = self._floor(self._below(info.name), reservations)
         if found is NO_ROOM:

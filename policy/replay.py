@@ -25,7 +25,8 @@ preemptor's, so cascades end.
 Both sides are judged at one time, ``now`` (seconds since the epoch): reprieve decides at it
 (minimum runtimes, preemption delays and the work lost since the last checkpoint,
 policy.criteria.work_lost), and the work each side's victims lose is measured at it. A pod the
-replay binds has no start time: it reads as just started, so it loses no work.
+replay binds keeps the start time it came with: a dump's pending pods have none and read as
+just started (no work lost), where a generated GPU task keeps its arrival time.
 
 PodDisruptionBudgets are kept current as the disruption controller keeps them: each budget's
 desired healthy count is fixed at the start (covered bound pods minus ``disruptions_allowed``)
@@ -139,9 +140,11 @@ def reprieve_with(
 
 
 def dump_time(view: ClusterView) -> float | None:
-    """The latest time a dump shows (a pod's start, creation or last checkpoint): the ``now`` a
-    replay of it is judged at, so that the same dump replays alike whenever it is replayed."""
-    times = [t for p in view.pods.values() for t in (p.start_time, p.created, p.checkpoint) if t is not None]
+    """The latest time the API server wrote in a dump (a pod's start or creation): the ``now`` a
+    replay of it is judged at, so that the same dump replays alike whenever it is replayed. Not
+    a checkpoint annotation: a workload writes it, and one in the future would age every pod
+    (the criterion counts a future checkpoint as no work lost)."""
+    times = [t for p in view.pods.values() for t in (p.start_time, p.created) if t is not None]
     return max(times, default=None)
 
 

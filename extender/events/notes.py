@@ -15,7 +15,7 @@ from extender import times
 from extender.state.preemptions import UnderWay
 from policy import apps, gangs, homes, ranking, stock
 from policy.causes import GUARDED, Refusal
-from policy.criteria import Stay
+from policy.criteria import Stay, work_lost
 from policy.jobs import Stake
 from policy.model import Pod
 from policy.preempt import PreemptDecision, Proposal, Verdict
@@ -63,6 +63,7 @@ class Answer:
     proposed_cost: ranking.Cost | None = None
     costs: Mapping[str, ranking.Cost] | None = None
     manages: Mapping[str, str] | None = None  # UID -> the running pods it manages (victims and stayed), described
+    lost: Mapping[str, int] | None = None  # UID -> its work lost at the decision's time, millicore-seconds (victims and stayed)
     ended: tuple[str, ...] = ()  # the applications whose managers the victims include, described
 
 
@@ -107,6 +108,8 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
         p.uid: why for p in (*victims, *stayed) if (why := where.why_not(p, excluding=chosen.node)) is not None
     } if chosen is not None else {}
     stakes = {p.uid: stake for p in (*victims, *stayed) if (stake := view.stake_of(p)) is not None}
+    allocatable = node.node.allocatable if chosen is not None and node is not None else {}
+    lost = {p.uid: work_lost.lost(p, allocatable, decision.now) for p in (*victims, *stayed)}
     return Answer(
         preemptor=preemptor,
         node=chosen.node if chosen else None,
@@ -130,6 +133,7 @@ def capture(view: ClusterView, preemptor: Pod, proposals: Mapping[str, Proposal]
         costs={o.node: o.cost for o in decision.outcomes if o.cost is not None},
         manages=manages,
         ended=_ended(chosen),
+        lost=lost,
     )
 
 
@@ -169,7 +173,9 @@ def victim_note(a: Answer, victim: Pod) -> str:
     """Why ``victim``, and not the lower-priority pods that stay on the node."""
     text = f"For {a.preemptor.key} (priority {a.preemptor.priority}) on {a.node}"
     if a.stayed:
-        stay = Stay(a.budgets, a.in_gangs or {}, a.no_home or {}, manages=a.manages or {}, stakes=a.stakes or {})
+        stay = Stay(
+            a.budgets, a.in_gangs or {}, a.no_home or {}, manages=a.manages or {}, stakes=a.stakes or {}, lost=a.lost or {}
+        )
         groups: dict[str, list[str]] = {}
         for pod in a.stayed:
             groups.setdefault(_why_stays(pod, victim, stay, a.order), []).append(pod.key)

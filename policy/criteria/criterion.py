@@ -147,3 +147,4 @@ class Stay:
     no_home: Mapping[str, str]  # UID -> why it has no home off the node
     manages: Mapping[str, str] = field(default_factory=dict)  # UID -> the running pods it manages, described
     stakes: Mapping[str, Stake] = field(default_factory=dict)  # UID -> what evicting it costs its Job
+    lost: Mapping[str, int] = field(default_factory=dict)  # UID -> its work lost if evicted (policy.criteria.work_lost)

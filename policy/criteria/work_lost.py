@@ -151,11 +151,14 @@ def _at_least(value: float, _) -> str:
 
 
 def _stays(pod: Pod, victim: Pod, stay: Stay) -> str | None:
-    mine, theirs = since(pod), since(victim)
-    if mine is None or theirs is None or mine >= theirs:
+    mine, theirs = stay.lost.get(pod.uid), stay.lost.get(victim.uid)
+    if mine is None or theirs is None or mine <= theirs:
         return None
     what = "checkpointed" if pod.checkpoint is not None and pod.checkpoint > (pod.start_time or 0) else "started"
-    return f"more work to lose (last {what} {mine:.0f}s since the epoch, {victim.key} {theirs:.0f}s since the epoch)"
+    return (
+        f"more work to lose ({core_seconds(mine)} since it last {what} {since(pod):.0f}s since the epoch, "
+        f"{victim.key} {core_seconds(theirs)})"
+    )
 
 
 CRITERION = Criterion(

@@ -113,5 +113,6 @@ def decide(
             "nodes), which an answer cannot name: the scheduler's own choice stands"
         ]
     return PreemptDecision(
-        answer=answer, outcomes=tuple(outcomes.values()), reasons=tuple(reasons), defers=deferring, order=order
+        answer=answer, outcomes=tuple(outcomes.values()), reasons=tuple(reasons), defers=deferring, order=order,
+        now=now,
     )

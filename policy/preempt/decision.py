@@ -61,6 +61,7 @@ class PreemptDecision:
     # extender).
     defers: bool = False
     order: ranking.Order = ranking.DEFAULT  # the ranking that decided (Events name its criteria)
+    now: float | None = None  # the time it was decided at (the work lost is measured at it)
 
 
 # A pod that reprieve's view shows bound for less than this may not be in the scheduler's

@@ -592,6 +592,31 @@ def test_the_victim_note_says_which_pod_stays_for_the_work_it_would_lose():
     w.check(carried_out(v, preemptor, gone))
     note = recorded.events[1].note
     assert (
-        "chosen over the pods that stay: batch/long (more work to lose (last started 2026-12-06T16:00:00Z, "
-        "batch/saved 2026-12-06T16:50:00Z))"
+        "chosen over the pods that stay: batch/long (more work to lose (7200 core-seconds since it last started "
+        "2026-12-06T16:00:00Z, batch/saved 1200 core-seconds))"
     ) in note, note
+
+
+def test_the_work_lost_note_weighs_the_pods_not_only_their_starts():
+    # n1 (4 cpu) is full: "big" (2 cpu) started 30 min before the request, "small" (0.5 cpu) an
+    # hour before, both priority 1 and bare, and a priority-100 filler (1.5 cpu) no candidate.
+    # The preemptor needs 0.5 cpu: either alone frees enough. "big" would lose 2 cores x 1,800 s
+    # = 3,600 core-seconds, "small" 0.5 x 3,600 = 1,800: "small" goes, though it started
+    # earlier (stock's latest start would take "big"), and the note says "big" stays for the
+    # work it would lose, weights and all.
+    at = 1_796_576_400.0  # 2026-12-06T17:00:00Z
+    big = pod("big", ns="batch", node="n1", cpu=2, priority=1, start=at - 1800)
+    small = pod("small", ns="batch", node="n1", cpu=0.5, priority=1, start=at - 3600)
+    filler = pod("filler", ns="batch", node="n1", cpu=1.5, priority=100, start=at - 7200)
+    preemptor = pod("checkout", ns="shop", cpu=0.5, priority=10)
+    v = view([node("n1", cpu=4)], [big, small, filler, preemptor])
+    w, recorded, _ = witness()
+    proposals = {"n1": Proposal((big.uid,), 0)}
+    decision = decide(view=v, preemptor=preemptor, proposals=proposals, now=at)
+    w.answered(v, preemptor, proposals, decision)
+    [gone] = decision.outcomes[0].victims
+    assert gone.name == "small"  # 1,800 core-seconds lost against big's 3,600
+    w.check(carried_out(v, preemptor, gone))
+    note = recorded.events[1].note
+    assert "batch/big (more work to lose (3600 core-seconds since it last started 2026-12-06T16:30:00Z, " \
+        "batch/small 1800 core-seconds))" in note, note
