@@ -6,10 +6,13 @@ gone: at once through reprieve, after about a minute through stock."""
 
 from __future__ import annotations
 
+import math
 import time
+from datetime import datetime, timezone
 
 import pytest
 
+from policy.criteria.work_lost import ANNOTATION as CHECKPOINT
 from tests.e2e.client import wait_for
 from tests.e2e.events import reprieve_events
 from tests.e2e.scenario import REPRIEVE, STOCK
@@ -26,9 +29,11 @@ SLOW_GRACE = 60
 )
 def test_time_to_room_side_by_side(scenario, scheduler, evicted, kept, record_property):
     # A 4-cpu node; two 2-cpu pods, priority 1, Burstable, alike but for their grace periods:
-    # "quick" 0 s, "slow" 60 s and started a second later. The preemptor (priority 10) needs
-    # 2 cpu: one pod goes. Stock keeps the older pod (start time is its only tie-break among
-    # equals) and evicts slow, which runs on for its 60 s; reprieve evicts quick, gone at once.
+    # "quick" 0 s, "slow" 60 s and started a second later. Both then checkpoint at the same
+    # second (reprieve.io/last-checkpoint), so that neither has more work to lose (the work
+    # lost ranks before the time to room). The preemptor (priority 10) needs 2 cpu: one pod
+    # goes. Stock keeps the older pod (start time is its only tie-break among equals) and
+    # evicts slow, which runs on for its 60 s; reprieve evicts quick, gone at once.
     ns = scenario.ns
     n1 = scenario.node("n1", cpu="4")
     scenario.pod("quick", cpu="2", priority=1, node=n1, grace=0)
@@ -36,6 +41,10 @@ def test_time_to_room_side_by_side(scenario, scheduler, evicted, kept, record_pr
     time.sleep(1.1)  # startTime has one-second resolution
     scenario.pod("slow", cpu="2", priority=1, node=n1, grace=SLOW_GRACE)
     scenario.running("slow")
+    # The next whole second: at or after both starts.
+    checkpoint = datetime.fromtimestamp(math.ceil(time.time()), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for name in ("quick", "slow"):
+        scenario.saw("pods", scenario.kube.patch("Pod", name, ns, {"metadata": {"annotations": {CHECKPOINT: checkpoint}}}))
     scenario.synced()
     asked = time.monotonic()
     scenario.pod("preemptor", cpu="2", priority=10, scheduler=scheduler)
