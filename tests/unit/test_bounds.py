@@ -165,16 +165,17 @@ def test_on_identical_nodes_one_node_is_solved_and_the_rest_proven_no_better(sta
     flying=st.integers(0, 5),
     with_rules=st.booleans(),
     order=st.permutations(ranking.MOVABLE).map(ranking.Order),
+    at=st.sampled_from([None, NOW]),  # with a time, the work lost is bounded per request in the kept floors
 )
 # n1's floor ties with n0's cost (no live victim), and n1 is where the pod waits for
 # terminating pods: such a node is solved although its name sorts after n0.
 @example(
     nodes=[[(0, 0, G, 0, False, 0, 0, 0, 0)] * 2, [(0, 0, G, 0, False, 0, 0, 0, 0)] * 3], allowed=0, other=0, need=1,
     preemptor_priority=1, held=[0] * 5, proposed=[{0, 1}, set(), set(), set(), set()], unknown=2, flying=0,
-    with_rules=False, order=ranking.DEFAULT,
+    with_rules=False, order=ranking.DEFAULT, at=None,
 )
 def test_fast_path_answers_as_solving_every_node(
-    nodes, allowed, other, need, preemptor_priority, held, proposed, unknown, flying, with_rules, order
+    nodes, allowed, other, need, preemptor_priority, held, proposed, unknown, flying, with_rules, order, at
 ):
     names = [f"n{i}" for i in range(len(nodes))]
     pods = []
@@ -202,7 +203,7 @@ def test_fast_path_answers_as_solving_every_node(
         earlier = pod("earlier", cpu=1, priority=preemptor_priority + 1)
         in_flight.append(InFlight(earlier, names[flying], v.nodes[names[flying]].pods[:1]))
 
-    common = dict(view=v, preemptor=preemptor, proposals=proposals, rules=rules, in_flight=in_flight, order=order)
+    common = dict(view=v, preemptor=preemptor, proposals=proposals, rules=rules, in_flight=in_flight, order=order, now=at)
     full = decide(**common, exhaustive=True)
     fast = decide(**common)
     assert (fast.answer, fast.refusal) == (full.answer, full.refusal)

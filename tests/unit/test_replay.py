@@ -279,3 +279,16 @@ def test_the_replay_counts_victims_with_no_home_as_policy_homes_judges_them():
         run = replay.replay(v, [pod("urgent", cpu=4, priority=10)], side=replay.STOCK)
         assert run.steps[0].victims == ("default/low",)
         assert run.totals.no_home == homeless, kind
+
+
+def test_a_dump_is_judged_at_the_latest_time_the_api_server_wrote_not_at_a_checkpoint():
+    # p1 started at 100 and was created at 90; p2 created at 150, not started; p3 started at
+    # 120 and says it checkpointed at 10,000 (a workload writes that annotation, and may write
+    # the future): the dump's time is 150, the latest start or creation.
+    pods = [
+        pod("p1", node="n1", start=100.0, created=90.0),
+        pod("p2", created=150.0),
+        pod("p3", node="n1", start=120.0, checkpoint=10_000.0),
+    ]
+    assert replay.dump_time(view([node("n1", cpu=8)], pods)) == 150.0
+    assert replay.dump_time(view([node("n1", cpu=8)], [pod("p4", node="n1")])) is None  # no time at all
