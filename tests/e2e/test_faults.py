@@ -108,5 +108,10 @@ def test_wave_survives_a_fault_beside_stock(plane, fault, record_property):
     stock = wave(plane, fault, SHAPES[fault], seconds=SECONDS[fault], stock=True)
     outcome = wave(plane, fault, SHAPES[fault], seconds=SECONDS[fault])
     record_property("burst", f"{stock.summary()}\n{outcome.summary()}")
-    assert not stock.result.pending, f"stock itself left preemptors pending: {stock.summary()}"
+    # Stock under the same fault is the yardstick, not the subject: after an apiserver restart
+    # with a relist, kube-scheduler itself has been seen to leave a preemptor pending past the
+    # wave's 60 s (make test, 2026-12-06: 24/25 bound, 36 preemptions, 11 preempted again; most
+    # likely kubernetes#141694, a preemptor parked after a redundant preemption). That is
+    # recorded, and reprieve is still held to the whole bar: every preemptor bound.
+    record_property("stock_pending", ", ".join(stock.result.pending))
     held_to_the_bar(outcome, stock_victims=stock.result.distinct_victims)
