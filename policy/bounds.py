@@ -228,9 +228,7 @@ class Floors:
                 arranged, victims = found
                 if self._work_at is None:
                     return arranged
-                least = self._below(info.name).youngest.floor(victims, self._now)
-                at = self._work_at
-                return (*arranged[:at], least, *arranged[at + 1 :]) if least else arranged
+                return self._with_work(arranged, victims, self._below(info.name), self._work_at)
         else:
             found = self._floor(self._below(info.name), reservations)
         if found is NO_ROOM:
@@ -241,13 +239,14 @@ class Floors:
         if self._homes is not None:
             found = self._with_homeless(found, info.name, summary)
         if self._now is not None:
-            found = self._with_work(found, summary)
+            found = self._with_work(found, found[_VICTIMS], summary, _WORK)
         return self._order.arrange(found)
 
-    def _with_work(self, found: tuple, summary: Below) -> tuple:
-        """``found`` with its bound on the work lost at the request's ``now`` (never kept)."""
-        least = summary.youngest.floor(found[_VICTIMS], self._now)
-        return (*found[:_WORK], least, *found[_WORK + 1 :]) if least else found
+    def _with_work(self, found: tuple, victims: int, summary: Below, at: int) -> tuple:
+        """``found`` with its bound on the work lost of at least ``victims`` at the request's
+        ``now`` in its slot ``at`` (FULL's, or the order's where ``found`` is arranged): never kept."""
+        least = summary.youngest.floor(victims, self._now)
+        return (*found[:at], least, *found[at + 1 :]) if least else found
 
     def _with_homeless(self, found: tuple, name: str, summary: Below) -> tuple:
         """``found`` with its bound on victims with no home: the victims less the candidates

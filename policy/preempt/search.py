@@ -11,11 +11,10 @@ from operator import ne
 
 from policy import bounds, ranking
 from policy.causes import Cause
-from policy.preempt.candidate import anti_affinity, evaluate
+from policy.preempt.candidate import evaluate, screening
 from policy.preempt.decision import NodeOutcome, Proposal, Verdict
 from policy.preempt.held import holds_against, records_here
 from policy.preempt.request import Request
-from policy.view import NodeInfo
 
 
 def outcomes_by_node(request: Request) -> dict[str, NodeOutcome]:
@@ -93,14 +92,14 @@ def _floors(request: Request, floor: bounds.Floors) -> Callable[[str, Proposal],
     500 candidates each ask."""
     view, preemptor, in_flight = request.view, request.preemptor, request.in_flight
     changed = {f.node for f in in_flight if holds_against(f, preemptor)}
-    screening = view.summary(("screening",), _screening)
+    screened = view.summary(("screening",), screening)  # as candidate._unmodelled reads it
     nodes, pods, nominated = view.nodes, view.pods, view.nominated
 
     def floor_of(name: str, proposal: Proposal) -> tuple | None:
         node = nodes.get(name)
         if node is None:
             return None
-        blockers, on_node = screening(name)
+        blockers, on_node = screened(name)
         if blockers:
             return None
         for uid in proposal.uids:
@@ -113,14 +112,6 @@ def _floors(request: Request, floor: bounds.Floors) -> Callable[[str, Proposal],
         return floor(here.node, here.reservations, kept_with_view=here.node is node)
 
     return (lambda name, proposal: None) if preemptor.unmodelled else floor_of
-
-
-def _screening(node: NodeInfo, _: tuple) -> tuple[tuple[str, ...], frozenset[str]]:
-    """The pods on the node with required anti-affinity (candidate._unmodelled) and the UIDs of
-    every pod on it (candidate._unresolved), kept with the view: up to 500 proposals a request
-    are checked against them, and a small set per node is several times cheaper to ask than
-    the view's every pod by UID with the request's own strings."""
-    return anti_affinity(node, ()), frozenset(p.uid for p in node.pods)
 
 
 def _unsolved(winner: NodeOutcome) -> Callable[[str, tuple], NodeOutcome]:
