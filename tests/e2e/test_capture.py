@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import os
 import threading
+import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -115,11 +116,15 @@ def drive_every_verb(scenario, scheduler: str) -> None:
     scenario.pod("fits", cpu="1", priority=5, scheduler=scheduler)
     on = scenario.running("fits")
     # preempt: fill both nodes with priority-1 pods, then ask for 2 cpu at priority 10. The
-    # larger filler-b starts first, so it has lost more work than filler-a whenever the request
-    # is judged (policy.criteria.work_lost): the live answer and the snapshot's, a moment later,
-    # agree (filler-a first, its 3 cores x a few seconds would overtake filler-b's 4 cores).
+    # larger filler-b starts a whole second before filler-a, so at any moment it has lost more
+    # work (policy.criteria.work_lost counts whole seconds: 4 cores x (k + 1) > 3 cores x k, and
+    # also 4 x 1 > 3 x 0 in filler-a's first second): the live answer and the snapshot's, judged
+    # a few seconds later, agree on filler-a. Started in the same second, both would have lost
+    # nothing while that second lasts, and a live answer in it would fall to a later tie-break
+    # (seen in CI: live chose filler-b's node, the snapshot filler-a's).
     scenario.pod("filler-b", cpu="4", priority=1, node=n2 if on == n1 else n1)
     scenario.running("filler-b")
+    time.sleep(1.1)  # startTime has one-second resolution
     scenario.pod("filler-a", cpu="3", priority=1, node=on)
     scenario.running_all("filler-a", "filler-b")
     scenario.synced()
