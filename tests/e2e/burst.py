@@ -32,6 +32,14 @@ What is measured, and why that way:
   first and may name the terminating pod beside a fresh victim.
 - **distinct victims**: fillers deleted (terminating or gone) when the burst ends; nothing else
   deletes them.
+- **broken**: preemptions whose API calls failed (``"Async Preemption finished completely"``
+  with ``result="error"``, executor.go: the API server was down). Their victims may stand,
+  and the preemptor stays nominated in the scheduler's memory (the status update failed too),
+  so its later proposals on that node count the room for it: seen in the fault suite
+  (tests/e2e/test_faults.py) as two-victim proposals, on either side.
+- **deleted with no deletion line**: fillers gone or terminating that no deletion line
+  names, reported by name: a scheduler SIGKILLed between its DELETE and its log line (the
+  leader fault) loses the line.
 - **claims**: the scheduler's log lines containing ``claims to preempt`` written during the
   burst: ``HTTPExtender.convertPodUIDToPod`` (pkg/scheduler/extender.go) fails when the
   extender names a victim the scheduler's NodeInfo does not hold, and with ``ignorable: true``
@@ -77,6 +85,10 @@ PREEMPTION_LINE = '"the target node for the preemption is determined"'
 DELETION_LINE = '"Preemptor Pod preempted victim Pod"'
 NAMED_AGAIN_LINES = ('"Victim Pod is already being deleted, skipping the API call for it"', '"Victim Pod is already deleted"')
 CLAIMS = "claims to preempt"
+# executor.go, when an asynchronous preemption's API calls failed (the API server down): its
+# victims may stand, and the preemptor is left nominated in the scheduler's memory.
+BROKEN_LINE = '"Async Preemption finished completely"'
+BROKEN = 'result="error"'
 
 
 @dataclass(frozen=True)
@@ -115,6 +127,9 @@ class Result:
     preempted_again: int
     claims: list[str] = field(default_factory=list)
     started: float = 0.0  # time.monotonic() just before the first preemptor's create call
+    # Fillers deleted (terminating or gone) that no deletion line of the scheduler names.
+    unlogged: list[str] = field(default_factory=list)
+    broken: int = 0  # preemptions whose API calls failed (BROKEN_LINE with BROKEN)
 
     def summary(self) -> str:
         took = f"{self.seconds:.2f} s" if self.seconds is not None else "timed out"
@@ -123,6 +138,8 @@ class Result:
             f"preemptions {self.preemptions}, deletions {self.deletions}, distinct victims {self.distinct_victims}, "
             f"named again {self.named_again}, preempted again {self.preempted_again}, "
             f"'claims to preempt' lines {len(self.claims)}, pending {len(self.pending)}"
+            + (f", broken by API errors {self.broken}" if self.broken else "")
+            + (f", deleted with no deletion line: {', '.join(self.unlogged)}" if self.unlogged else "")
         )
 
 
@@ -198,6 +215,9 @@ def burst(
     lines = logged()
     preemptors = [m.group(1) for line in lines if PREEMPTION_LINE in line for m in [re.search(rf'pod="{re.escape(scenario.ns)}/([^"]+)"', line)] if m]
     bound = watch.bound_at()
+    standing = {p["metadata"]["name"] for p in fillers if not p["metadata"].get("deletionTimestamp")}
+    named = {m.group(1) for line in lines if DELETION_LINE in line for m in [re.search(rf'victim="{re.escape(scenario.ns)}/([^"]+)"', line)] if m}
+    every = {f"filler-{i:02d}-{j}" for i in range(shape.nodes) for j in range(shape.fillers_per_node)}
     return Result(
         shape=shape,
         scheduler=scheduler,
@@ -210,6 +230,8 @@ def burst(
         named_again=sum(1 for line in lines if any(n in line for n in NAMED_AGAIN_LINES) and victim in line),
         preempted_again=sum(1 for name in set(preemptors) if preemptors.count(name) > 1),
         claims=[line for line in lines if CLAIMS in line],
+        unlogged=sorted(every - standing - named),
+        broken=sum(1 for line in lines if BROKEN_LINE in line and BROKEN in line and f'preemptor="{scenario.ns}/' in line),
         started=started,
     )
 
