@@ -47,9 +47,9 @@ def preempt_answer(body: bytes) -> bytes:
 
 
 ANSWERS = {
-    "/filter": lambda body: (200, filter_answer(body)),
-    "/prioritize": lambda body: (200, b"[]"),
-    "/preempt": lambda body: (200, preempt_answer(body)),
+    "/filter": lambda body, **_: (200, filter_answer(body)),
+    "/prioritize": lambda body, **_: (200, b"[]"),
+    "/preempt": lambda body, **_: (200, preempt_answer(body)),
 }
 
 

@@ -48,6 +48,13 @@ from extender.state.snapshot import from_documents  # noqa: E402
 from extender.state.source import StaticCluster  # noqa: E402
 from policy import tenancy  # noqa: E402
 
+try:
+    from extender.serving.collector import Collector  # noqa: E402
+
+    COLLECTOR = Collector()
+except ImportError:  # a tree before issue 31's collector (--baseline)
+    COLLECTOR = None
+
 PRIORITIES = [0, 100, 1000, 10000]
 
 
@@ -115,16 +122,55 @@ CLOCK = time.perf_counter
 
 
 def timed(client, path: str, body: bytes | list[bytes], rounds: int) -> list[float]:
-    """Milliseconds per request; a list of bodies is sent in turn (each once, if long enough)."""
+    """Milliseconds per request; a list of bodies is sent in turn (each once, if long enough).
+    Each request is taken and answered as the server does (extender.serving.collector: the
+    garbage collector off while it is answered, the collection due run once the answer is
+    sent, here after the clock is read); a tree without it (--baseline) collects whenever due."""
     bodies = body if isinstance(body, list) else [body]
     samples = []
     clock = CLOCK
+    take, done = (COLLECTOR.take, COLLECTOR.done) if COLLECTOR else (_nothing, _nothing)
     for i in range(rounds):
+        take()
         started = clock()
+        COLLECTIONS.inside = True
         response = client.post(path, data=bodies[i % len(bodies)])
+        COLLECTIONS.inside = False
         samples.append((clock() - started) * 1000)
+        done()
         assert response.status_code == 200, response.data
     return samples
+
+
+def _nothing() -> None:
+    pass
+
+
+class Collections:
+    """The garbage collector's passes while the requests of a row are timed (gc.callbacks), in
+    the requests and between them: [full collections, milliseconds of every collection]."""
+
+    def __init__(self) -> None:
+        self.inside, self.started = False, 0.0
+        self.tally = {True: [0, 0.0], False: [0, 0.0]}
+        gc.callbacks.append(self._seen)
+
+    def _seen(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self.started = time.perf_counter()
+            return
+        tally = self.tally[self.inside]
+        tally[0] += info["generation"] == 2
+        tally[1] += (time.perf_counter() - self.started) * 1000
+
+    def take(self) -> dict:
+        """The passes since the last call, and start again."""
+        seen = {"inside": self.tally[True], "between": self.tally[False]}
+        self.tally = {True: [0, 0.0], False: [0, 0.0]}
+        return seen
+
+
+COLLECTIONS = Collections()
 
 
 def floor(path: str, body: bytes, rounds: int) -> list[float]:
@@ -200,7 +246,8 @@ def measure(args: argparse.Namespace) -> dict:
         path = "/" + verb
         warm, measured = (body[:5], body[5:]) if isinstance(body, list) else (body, body)
         timed(app, path, warm, 5)  # warm up (and, for --policy, the view's assessment)
-        rows[label] = {**stats(timed(app, path, measured, args.rounds))}
+        COLLECTIONS.take()
+        rows[label] = {**stats(timed(app, path, measured, args.rounds)), "collector": COLLECTIONS.take()}
         if not isinstance(body, list):
             rows[label]["floor"] = stats(floor(path, body, args.rounds))
     rows["assess queues, from scratch"] = stats(_repeat(lambda: tenancy.assess(rules, view), max(5, args.rounds // 5)))
@@ -316,6 +363,7 @@ def main() -> None:
         print("|---|---:|---:|---:|---:|")
         for label, row in after["rows"].items():
             print(f"| {label} | {row['p50']:.2f} | {row['p99']:.2f} | {_floor(row)} |")
+        _collector(after)
         return
     root = HERE.parent.parent
     tmp = Path(tempfile.mkdtemp(prefix="reprieve-baseline-"))
@@ -337,6 +385,18 @@ def main() -> None:
         was = f"{old['p50']:.2f} | {old['p99']:.2f}" if old else "- | -"
         ratio = f"{row['p99'] / old['p99']:.2f}" if old else "-"
         print(f"| {label} | {was} | {row['p50']:.2f} | {row['p99']:.2f} | {ratio} | {_floor(row)} |")
+    _collector(after, before)
+
+
+def _collector(after: dict, before: dict | None = None) -> None:
+    """The collector's passes in each preempt row's timed requests and between them."""
+    print("\ncollector | full collections in the requests, ms of all collections in them | the same between requests")
+    for label, row in after["rows"].items():
+        for tree, rows in (("before", before["rows"] if before else None), ("after", after["rows"])):
+            seen = rows and rows.get(label, {}).get("collector")
+            if seen and label.startswith("preempt"):
+                (full, ms), (full_b, ms_b) = seen["inside"], seen["between"]
+                print(f"{label}, {tree} | {full}, {ms:.1f} ms | {full_b}, {ms_b:.1f} ms")
 
 
 def _answer(after: dict, before: dict | None = None) -> None:

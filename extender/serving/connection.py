@@ -28,6 +28,7 @@ from extender.config import Settings
 from extender import wire
 from extender.serving import wsgi
 from extender.serving.admission import Admission
+from extender.serving.collector import Collector
 from extender.metrics import VERBS, Metrics
 from extender.serving.tls import ServingCertificate
 
@@ -71,6 +72,7 @@ class Connections:
         """``answers``: path -> the verb's answer (extender.serving.app), called without WSGI."""
         self.app, self.settings, self.pool, self.metrics = app, settings, pool, metrics
         self.answers = answers or {}
+        self.collector = Collector()  # off while a request is answered, run once it is sent
         self.admission = Admission(total=settings.max_connections, per_client=settings.max_connections_per_client)
         self.open: set[Connection] = set()
         self.closing = False  # shutting down: answer what is in flight, then close
@@ -150,6 +152,7 @@ class Connection:
         self.held = 0  # bytes of its body counted in server.buffered
         self.loop = asyncio.get_running_loop()
         self.arrived = 0.0  # the loop's time (time.monotonic) of the first byte of the request being read
+        self.holding = False  # the garbage collector held off for the request being answered
 
     async def run(self) -> None:
         if self.listener.tls is not None:
@@ -172,7 +175,12 @@ class Connection:
                 self.server.count(path, 404)
                 await self._send(404, [JSON], wire.error_body(f"404 Not Found: {path} is not served on this port"))
             else:
-                await self._answer(request, body)
+                self.server.collector.take()
+                self.holding = True
+                try:
+                    await self._answer(request, body)
+                finally:
+                    self._written()
             if self.h11.our_state is h11.MUST_CLOSE or self.server.closing:
                 raise Closed()
             self.release()
@@ -288,6 +296,13 @@ class Connection:
         status, headers, payload = await self.loop.run_in_executor(self.server.pool, wsgi.call, self.server.app, env)
         await self._send(status, headers, payload, head=request.method == b"HEAD")
 
+    def _written(self) -> None:
+        """The answer is with the transport (or the request failed): the collection held off
+        while it was answered may run, before a slow reader is waited for."""
+        if self.holding:
+            self.holding = False
+            self.server.collector.done()
+
     async def _refuse(self, status: int, message: str, reason: str) -> None:
         """Answer a request the server cannot take, then close: raises Closed."""
         if self.h11.our_state in (h11.IDLE, h11.SEND_RESPONSE):
@@ -310,6 +325,7 @@ class Connection:
         data += self.h11.send(h11.Data(data=payload)) if payload else b""
         data += self.h11.send(h11.EndOfMessage())
         self.writer.write(data)
+        self._written()
         if not self.writer.transport.get_write_buffer_size():
             return  # all in the socket already (the usual answer): nothing to wait for
         try:

@@ -52,6 +52,18 @@ def test_noop_prioritize_scores_nothing_and_preempt_echoes_the_proposal():
     assert answer == {"NodeNameToMetaVictims": {"n1": {"Pods": [{"UID": "u1"}], "NumPDBViolations": 0}}}
 
 
+def test_noop_answers_take_what_the_server_passes():
+    # reprieve's server calls a verb's answer with when the request arrived and whether its
+    # caller has gone (extender/serving/connection.py); an answer without them failed every call.
+    from extender.serving.connection import INLINE_BYTES
+
+    proposal = orjson.dumps({"Pod": {}, "NodeNameToMetaVictims": {"n1": {"Pods": [], "NumPDBViolations": 0}}})
+    for path, body in (("/filter", b'{"Pod":{},"NodeNames":["a"]}'), ("/prioritize", b"{}"), ("/preempt", proposal)):
+        assert len(body) <= INLINE_BYTES  # answered inline, through ANSWERS
+        status, _ = noop_extender.ANSWERS[path](body, arrived=0.0, closed=lambda: False)
+        assert status == 200, path
+
+
 def test_the_go_noop_answers_as_the_python_one(tmp_path):
     # The floor in Go (--floors): valid answers, the same as noop_extender's, or it measures
     # nothing. Needs go, as the end-to-end toolchain does.

@@ -349,3 +349,19 @@ def test_a_budget_spent_by_an_answer_in_flight_is_not_spent_twice():
     assert decision.answer == {"n2": Proposal((lone.uid,), 0)}, decision.reasons
     # Alone, the budget allows web-2: the younger pod goes, with no violation.
     assert decide(view=v, preemptor=second, proposals=proposals).answer == {"n2": Proposal((web[1].uid,), 0)}
+
+
+def test_the_screening_kept_with_the_view_is_nothing_the_collector_walks():
+    # Kept per node with the view (up to 500 a request), the UIDs are walked by every full
+    # collection if the collector tracks them: as a dict's keys they are not (a frozenset is).
+    import gc
+
+    from policy.preempt.candidate import screening
+
+    v = view([node("n1")], [pod("a", node="n1"), pod("b", node="n1")])
+    blockers, uids = screening(v.nodes["n1"], ())
+    assert blockers == () and set(uids) == {v.pods[u].uid for u in v.pods}
+    assert not gc.is_tracked(uids)
+    kept = v.summary(("screening",), screening)("n1")[1]
+    gc.collect()
+    assert not gc.is_tracked(kept) and set(kept) == set(uids)
