@@ -132,12 +132,14 @@ def timed(client, path: str, body: bytes | list[bytes], rounds: int) -> list[flo
     take, done = (COLLECTOR.take, COLLECTOR.done) if COLLECTOR else (_nothing, _nothing)
     for i in range(rounds):
         take()
-        started = clock()
-        COLLECTIONS.inside = True
-        response = client.post(path, data=bodies[i % len(bodies)])
-        COLLECTIONS.inside = False
-        samples.append((clock() - started) * 1000)
-        done()
+        try:
+            started = clock()
+            COLLECTIONS.inside = True
+            response = client.post(path, data=bodies[i % len(bodies)])
+            COLLECTIONS.inside = False
+            samples.append((clock() - started) * 1000)
+        finally:
+            done()
         assert response.status_code == 200, response.data
     return samples
 

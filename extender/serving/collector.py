@@ -48,7 +48,12 @@ class Collector:
             self._answering += 1
 
     def done(self) -> None:
+        # The due collection runs with the lock held, so a finalizer it runs must not reach take
+        # or done (the lock is not reentrant). None does: a connection's task, whose ``finally``
+        # calls done, is referenced by the loop until it ends.
         with self._lock:
+            if self._answering <= 0:
+                raise RuntimeError("Collector.done without a request taken")
             self._answering -= 1
             if self._answering == 0 and self._owned:
                 self._owned = False

@@ -32,7 +32,7 @@ What is measured, and why that way:
   first and may name the terminating pod beside a fresh victim.
 - **distinct victims**: fillers deleted (terminating or gone) when the burst ends; nothing else
   deletes them.
-- **broken**: preemptions whose API calls failed (``"Async Preemption finished completely"``
+- **broken**: preemptors with a preemption whose API calls failed (``"Async Preemption finished completely"``
   with ``result="error"``, executor.go: the API server was down). Their victims may stand,
   and the preemptor stays nominated in the scheduler's memory (the status update failed too),
   so its later proposals on that node count the room for it: seen in the fault suite
@@ -129,7 +129,7 @@ class Result:
     started: float = 0.0  # time.monotonic() just before the first preemptor's create call
     # Fillers deleted (terminating or gone) that no deletion line of the scheduler names.
     unlogged: list[str] = field(default_factory=list)
-    broken: int = 0  # preemptions whose API calls failed (BROKEN_LINE with BROKEN)
+    broken: int = 0  # preemptors with a preemption whose API calls failed (BROKEN_LINE with BROKEN)
 
     def summary(self) -> str:
         took = f"{self.seconds:.2f} s" if self.seconds is not None else "timed out"
@@ -231,7 +231,7 @@ def burst(
         preempted_again=sum(1 for name in set(preemptors) if preemptors.count(name) > 1),
         claims=[line for line in lines if CLAIMS in line],
         unlogged=sorted(every - standing - named),
-        broken=sum(1 for line in lines if BROKEN_LINE in line and BROKEN in line and f'preemptor="{scenario.ns}/' in line),
+        broken=len({m.group(1) for line in lines if BROKEN_LINE in line and BROKEN in line for m in [re.search(rf'preemptor="{re.escape(scenario.ns)}/([^"]+)"', line)] if m}),
         started=started,
     )
 

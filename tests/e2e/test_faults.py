@@ -66,8 +66,8 @@ def held_to_the_bar(outcome: Outcome, *, stock_victims: int) -> None:
     # and the scheduler's later proposals on that node count that room: reprieve must free what
     # they free (policy.preempt.held.scheduler_sees_less), as stock does. How many break
     # depends on where in the wave the outage falls, which differs between the two runs: the
-    # yardstick is stock's count, or one victim per preemptor and per broken preemption where
-    # that is more (docs/reliability.md, "Victims under an API server restart").
+    # yardstick is stock's count, or one victim per preemptor and per preemptor whose
+    # preemption broke where that is more (docs/reliability.md, "Victims under an API server restart").
     yardstick = max(stock_victims, n + result.broken)
     assert result.distinct_victims <= yardstick + 1, f"more than one victim beyond {yardstick} (stock's {stock_victims}): {outcome.summary()}"
     assert not outcome.server_errors, "5xx answers:\n" + "\n".join(outcome.server_errors[:5])
