@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import signal
 import statistics
 import sys
@@ -33,11 +34,16 @@ sys.path.insert(0, str(ROOT))
 # reprieve runs as `python -m extender.cli` in a child process: make it this tree's too.
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 
-from tests.e2e.burst import SHAPES, Result, burst, spread  # noqa: E402
+from tests.e2e.burst import SHAPES, Result, Shape, burst, spread  # noqa: E402
 from tests.e2e.controlplane import ControlPlane, StartupError, build_toolchain, kube_version  # noqa: E402
 from tests.e2e.scenario import REPRIEVE, STOCK, Scenario  # noqa: E402
 
 LABELS = {STOCK: "stock", REPRIEVE: "reprieve"}
+
+
+def shape_of(key: str) -> Shape:
+    """A shape by its ``NxM`` key: the end-to-end tests' own where it is one of them."""
+    return SHAPES.get(key) or Shape(*(int(n) for n in key.split("x")))
 
 
 def run(shapes: list[str], repetitions: int, timeout: float) -> dict[tuple[str, str], list[Result]]:
@@ -51,7 +57,7 @@ def run(shapes: list[str], repetitions: int, timeout: float) -> dict[tuple[str, 
                     for scheduler in order:
                         scenario = Scenario(plane, f"burst-{uuid.uuid4().hex[:8]}")
                         try:
-                            result = burst(scenario, SHAPES[key], scheduler, timeout=timeout)
+                            result = burst(scenario, shape_of(key), scheduler, timeout=timeout)
                         finally:
                             scenario.cleanup()
                         results.setdefault((key, scheduler), []).append(result)
@@ -81,24 +87,27 @@ def table(results: dict[tuple[str, str], list[Result]], shapes: list[str]) -> st
                 return ", ".join(str(len(v) if isinstance(v, list) else v) for v in (getattr(r, attr) for r in runs))
 
             rows.append(
-                f"| {SHAPES[key].name} | {LABELS[scheduler]} | {seconds} | {each('preemptions')} | {each('deletions')} "
+                f"| {shape_of(key).name} | {LABELS[scheduler]} | {seconds} | {each('preemptions')} | {each('deletions')} "
                 f"| {each('distinct_victims')} | {each('named_again')} | {each('preempted_again')} | {each('claims')} | {each('pending')} |"
             )
         if len(medians) == 2:
-            ratios.append(f"{SHAPES[key].name}: reprieve / stock median time = {medians[REPRIEVE] / medians[STOCK]:.2f}")
+            ratios.append(f"{shape_of(key).name}: reprieve / stock median time = {medians[REPRIEVE] / medians[STOCK]:.2f}")
         else:
-            ratios.append(f"{SHAPES[key].name}: no ratio (a run timed out)")
+            ratios.append(f"{shape_of(key).name}: no ratio (a run timed out)")
     return "\n".join(rows) + "\n\nCounts are per run, in run order. " + "; ".join(ratios) + "."
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--shapes", default=",".join(SHAPES), help=f"comma-separated, of: {', '.join(SHAPES)}")
+    parser.add_argument(
+        "--shapes", default=",".join(SHAPES),
+        help=f"comma-separated NxM (N full nodes, M preemptors), e.g. {', '.join(SHAPES)}, or 125x500 (issue 31's wave)",
+    )
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=60, help="seconds a burst may take before it gives up")
     args = parser.parse_args(argv)
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
-    unknown = [s for s in shapes if s not in SHAPES]
+    unknown = [s for s in shapes if not re.fullmatch(r"[1-9][0-9]*x[1-9][0-9]*", s)]
     if unknown or args.repetitions < 1:
         parser.error(f"unknown shape(s) {unknown}" if unknown else "--repetitions must be at least 1")
     # SIGTERM unwinds like ^C, so the control plane's processes (sessions of their own) are stopped.
