@@ -51,7 +51,7 @@ from tests.e2e.burst import PREEMPTION_LINE, Result, Shape, burst
 from tests.e2e.client import wait_for
 from tests.e2e.controlplane import SCHEDULER_CONFIG
 from tests.e2e.relay import Relay
-from tests.e2e.scenario import Scenario
+from tests.e2e.scenario import REPRIEVE, STOCK, Scenario
 from tests.ports import free_port
 
 FAULTS = ("kill", "stop", "refuse", "apiserver", "compact", "leader")
@@ -331,3 +331,22 @@ def wave(plane, fault: str, shape: Shape, *, seconds: float, stock: bool = False
         if rig is not None:
             rig.stop()
         scenario.cleanup()
+        if fault in ("apiserver", "compact"):
+            settle(plane)
+
+
+def settle(plane, timeout: float = 120) -> None:
+    """After an API server restart: wait until the shared control plane's own schedulers place
+    pods again. Their watches relist after the compaction with client-go's backoff, grown while
+    the server was down: seen in `make test` (2026-12-06), the reprieve-scheduler's pod watch
+    came back 45 s after the restart, and the next module's first pod waited past its 30 s."""
+    probe = Scenario(plane, f"settle-{uuid.uuid4().hex[:8]}")
+    try:
+        probe.node("n1", cpu="4")
+        names = {"via-reprieve": REPRIEVE, "via-stock": STOCK}
+        for name, scheduler in names.items():
+            probe.pod(name, cpu="100m", scheduler=scheduler)
+        for name in names:
+            probe.running(name, timeout=timeout)
+    finally:
+        probe.cleanup()
