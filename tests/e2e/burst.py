@@ -143,12 +143,24 @@ class Result:
         )
 
 
+def filler(node: int, index: int) -> str:
+    """The name of a filler: the node's number, then the pod's on it."""
+    return f"filler-{node:02d}-{index}"
+
+
+def named_in(lines: list[str], namespace: str, key: str, *markers: str) -> list[str]:
+    """The names of ``namespace``'s pods a log field ``key`` (``pod``, ``victim``, ...) gives, in
+    the lines holding every marker, in order, once per line."""
+    pattern = re.compile(rf'{key}="{re.escape(namespace)}/([^"]+)"')
+    return [m.group(1) for line in lines if all(k in line for k in markers) for m in [pattern.search(line)] if m]
+
+
 def prepare(scenario: Scenario, kube: Kube, shape: Shape, *, labels: dict, reprieve_port: int | None) -> None:
     """The full nodes: fillers running, and reprieve's view current (``reprieve_port``: which reprieve)."""
     nodes = [scenario.node(f"n{i:02d}", cpu=str(shape.node_cpu)) for i in range(shape.nodes)]
     spec = scenario.pod_spec(cpu=str(shape.pod_cpu), priority=0, grace=shape.grace)
     bodies = [
-        _pod(scenario, f"filler-{i:02d}-{j}", {**FILLER, **labels}, {**spec, "nodeName": node})
+        _pod(scenario, filler(i, j), {**FILLER, **labels}, {**spec, "nodeName": node})
         for i, node in enumerate(nodes) for j in range(shape.fillers_per_node)
     ]
     _create_all(kube, scenario.ns, bodies)
@@ -196,8 +208,8 @@ def burst(
     finally:
         watch.stop()
 
-    fillers = scenario.pods_with(FILLER)
-    distinct = shape.nodes * shape.fillers_per_node - sum(1 for p in fillers if not p["metadata"].get("deletionTimestamp"))
+    standing = {p["metadata"]["name"] for p in scenario.pods_with(FILLER) if not p["metadata"].get("deletionTimestamp")}
+    distinct = shape.nodes * shape.fillers_per_node - len(standing)
     victim = f'victim="{scenario.ns}/'
 
     def logged() -> list[str]:
@@ -213,11 +225,9 @@ def burst(
     except AssertionError:
         pass
     lines = logged()
-    preemptors = [m.group(1) for line in lines if PREEMPTION_LINE in line for m in [re.search(rf'pod="{re.escape(scenario.ns)}/([^"]+)"', line)] if m]
+    preemptors = named_in(lines, scenario.ns, "pod", PREEMPTION_LINE)
     bound = watch.bound_at()
-    standing = {p["metadata"]["name"] for p in fillers if not p["metadata"].get("deletionTimestamp")}
-    named = {m.group(1) for line in lines if DELETION_LINE in line for m in [re.search(rf'victim="{re.escape(scenario.ns)}/([^"]+)"', line)] if m}
-    every = {f"filler-{i:02d}-{j}" for i in range(shape.nodes) for j in range(shape.fillers_per_node)}
+    every = {filler(i, j) for i in range(shape.nodes) for j in range(shape.fillers_per_node)}
     return Result(
         shape=shape,
         scheduler=scheduler,
@@ -230,8 +240,8 @@ def burst(
         named_again=sum(1 for line in lines if any(n in line for n in NAMED_AGAIN_LINES) and victim in line),
         preempted_again=sum(1 for name in set(preemptors) if preemptors.count(name) > 1),
         claims=[line for line in lines if CLAIMS in line],
-        unlogged=sorted(every - standing - named),
-        broken=len({m.group(1) for line in lines if BROKEN_LINE in line and BROKEN in line for m in [re.search(rf'preemptor="{re.escape(scenario.ns)}/([^"]+)"', line)] if m}),
+        unlogged=sorted(every - standing - set(named_in(lines, scenario.ns, "victim", DELETION_LINE))),
+        broken=len(set(named_in(lines, scenario.ns, "preemptor", BROKEN_LINE, BROKEN))),
         started=started,
     )
 

@@ -331,12 +331,11 @@ def wave(plane, fault: str, shape: Shape, *, seconds: float, stock: bool = False
         if rig is not None:
             rig.stop()
         scenario.cleanup()
-        if fault in ("apiserver", "compact"):
-            settle(plane)
 
 
 def settle(plane, timeout: float = 120) -> None:
-    """After an API server restart: wait until the shared control plane's own schedulers place
+    """After an API server restart (the waves' last: each wave's rig has schedulers of its own,
+    started after the restart before it): wait until the shared control plane's own schedulers place
     pods again. Their watches relist after the compaction with client-go's backoff, grown while
     the server was down: seen in `make test` (2026-12-06), the reprieve-scheduler's pod watch
     came back 45 s after the restart, and the next module's first pod waited past its 30 s."""

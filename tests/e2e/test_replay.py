@@ -21,7 +21,6 @@ files predicts both sides, and the test checks the real counts against that pred
 from __future__ import annotations
 
 import copy
-import re
 import time
 from pathlib import Path
 
@@ -113,7 +112,7 @@ def _replay(plane, scheduler: str) -> dict[str, int]:
         lines = burst._read(log, mark).splitlines()
         floor = min(p["spec"]["priority"] for p in [*bound.values(), *pending])
         return {
-            "preemptions": sum(1 for line in lines if burst.PREEMPTION_LINE in line and re.search(rf'pod="{re.escape(scenario.ns)}/', line)),
+            "preemptions": len(burst.named_in(lines, scenario.ns, "pod", burst.PREEMPTION_LINE)),
             "victims": len(victims),
             "pdb_violations": sum(
                 max(0, sum(1 for v in victims if _covers(b, v)) - b["status"]["disruptionsAllowed"]) for b in budgets
