@@ -105,6 +105,10 @@ bench-memory: $(STAMP)
 bench-e2e: $(STAMP)
 	$(PY) bench/e2e.py
 
+## Preemption under churn through real kube-schedulers, stock and reprieve at the same time (~7 min with MINUTES=5; needs port 8888; docs/benchmarks-e2e.md).
+bench-churn: $(STAMP)
+	$(PY) bench/churn.py $(if $(MINUTES),--minutes $(MINUTES))
+
 ## Faults in the middle of a wave through the real kube-scheduler, reprieve beside stock (~10 min; needs port 8888; writes docs/reliability.md's table).
 bench-faults: $(STAMP)
 	$(PY) bench/faults.py

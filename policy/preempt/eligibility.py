@@ -11,10 +11,12 @@ from policy.causes import Refusal
 from policy.model import InFlight, Pod
 from policy.preempt.held import as_it_will_be
 from policy.tenancy import Rules, Standing
-from policy.view import ClusterView
+from policy.view import ClusterView, NodeInfo
 
 
-def ineligible(view: ClusterView, preemptor: Pod, in_flight: Sequence[InFlight]) -> tuple[Refusal, str]:
+def ineligible(
+    view: ClusterView, preemptor: Pod, in_flight: Sequence[InFlight], proposed: Sequence[str] | None = None
+) -> tuple[Refusal, str]:
     """preemptionPolicy Never; or nominated to a node where lower-priority pods are leaving
     and their room, once free, is enough for the preemptor: it waits for them.
 
@@ -28,6 +30,11 @@ def ineligible(view: ClusterView, preemptor: Pod, in_flight: Sequence[InFlight])
     pods nominated there that outrank it (or, at equal priority, were created first) and
     answers in flight hold it first. A preemptor whose room was taken by another may preempt
     again at once instead of waiting for nothing.
+
+    Where reprieve's view still shows the pods the scheduler preempted there, ``proposed`` (the
+    UIDs of the scheduler's victims on the nominated node, if it is a candidate) can show the
+    wait is enough all the same: its victims make room in its own view, whatever it counts, so
+    pods leaving that free at least as much make room too (_proposal_shows_room).
     """
     if preemptor.preemption_never:
         return Refusal.NEVER, "preemptionPolicy is Never"
@@ -46,12 +53,46 @@ def ineligible(view: ClusterView, preemptor: Pod, in_flight: Sequence[InFlight])
     # scheduler has seen it go, and whatever it sees in its room instead, reprieve may not.
     staying = [p for p in node.pods if not p.terminating or p.preempted]
     used = resources.add(*(p.requests for p in staying), *(p.requests for p in holders))
-    if resources.shortfalls(request=preemptor.requests, allocatable=node.node.allocatable, used=used):
-        return Refusal.NONE, ""  # preempting again is the only way: see the node's reasons
     names = ", ".join(sorted(p.key for p in leaving))
+    if resources.shortfalls(request=preemptor.requests, allocatable=node.node.allocatable, used=used):
+        if holders or not _proposal_shows_room(nominated, preemptor, leaving, proposed, in_flight):
+            return Refusal.NONE, ""  # preempting again is the only way: see the node's reasons
+        return Refusal.VICTIMS_TERMINATING, (
+            f"already nominated to {nominated.name}, where lower-priority {names} are terminating; waiting for "
+            "them: they free at least what the scheduler's own victims there would, and those make room in its view"
+        )
     return Refusal.VICTIMS_TERMINATING, (
         f"already nominated to {nominated.name}, where lower-priority {names} are terminating; waiting for them"
     )
+
+
+def _proposal_shows_room(
+    nominated: NodeInfo,
+    preemptor: Pod,
+    leaving: Sequence[Pod],
+    proposed: Sequence[str] | None,
+    in_flight: Sequence[InFlight],
+) -> bool:
+    """The pods ``leaving`` free, in every resource the preemptor requests, at least what the
+    scheduler's victims on its nominated node free (``proposed``: some, every one known to
+    reprieve there), and no answer in flight holds room there.
+
+    The scheduler's victims make room for the preemptor in its own view, beside whatever it
+    counts there that reprieve's view does not show (a pod bound into the room of one it
+    preempted) or still shows (that pod, gone in its view): freeing as much instead makes room
+    as surely. So it waits for them, as upstream waits for pods it preempted, rather than
+    preempt again: the scheduler retries it when they are deleted, as it did when its victims
+    were (seen under churn: bench/churn.py, 1 victim named beside a pod a controller deleted,
+    gone first, then 1 more elsewhere). Like the wait above, it counts on them still being in
+    the scheduler's view."""
+    if not proposed or any(f.node == nominated.name for f in in_flight):
+        return False
+    on_node = {p.uid: p for p in nominated.pods}
+    if any(uid not in on_node for uid in proposed):
+        return False
+    needed = resources.add(*(on_node[uid].requests for uid in proposed))
+    freed = resources.add(*(p.requests for p in leaving))
+    return all(freed.get(r, 0) >= needed.get(r, 0) for r in resources.checked_resources(preemptor.requests))
 
 
 def _claim(pod: Pod) -> tuple:

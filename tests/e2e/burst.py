@@ -193,7 +193,7 @@ def burst(
     injects its faults)."""
     labels = labels or {}
     kube = Kube.pooled(str(scenario.plane.kubeconfig), WAVE_CONNECTIONS + 2)  # + the watch's list and stream
-    watch = _BindWatch(kube, scenario.ns, shape.preemptors)
+    watch = BindWatch(kube, scenario.ns, shape.preemptors)
     try:
         prepare(scenario, kube, shape, labels=labels, reprieve_port=reprieve_port)
         spec = scenario.pod_spec(cpu=str(shape.pod_cpu), priority=1000, scheduler=scheduler, grace=1)
@@ -213,7 +213,7 @@ def burst(
     victim = f'victim="{scenario.ns}/'
 
     def logged() -> list[str]:
-        return [line for path, mark in marks.items() for line in _read(path, mark).splitlines()]
+        return [line for path, mark in marks.items() for line in read_log(path, mark).splitlines()]
 
     def deletions_logged() -> bool:
         return sum(1 for line in logged() if DELETION_LINE in line and victim in line) >= distinct
@@ -263,7 +263,7 @@ def _create_all(kube: Kube, namespace: str, bodies: list[dict]) -> float:
     return started
 
 
-class _BindWatch(threading.Thread):
+class BindWatch(threading.Thread):
     """Watches the namespace's preemptors and notes when each is first seen bound."""
 
     def __init__(self, kube: Kube, namespace: str, expected: int) -> None:
@@ -337,7 +337,7 @@ def _admitted(kube: Kube, path: str, body: dict) -> bool:
     return True
 
 
-def _read(path: Path, offset: int) -> str:
+def read_log(path: Path, offset: int) -> str:
     with open(path, "rb") as f:
         f.seek(offset)
         return f.read().decode(errors="replace")

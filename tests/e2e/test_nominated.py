@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+
+from tests.e2e.burst import DELETION_LINE, PREEMPTION_LINE, named_in
 from tests.e2e.client import wait_for
 from tests.e2e.scenario import REPRIEVE, STOCK
 
@@ -106,3 +109,30 @@ def test_stock_scheduler_hands_that_room_away(scenario):
     nominated_holder(scenario, n1)
     scenario.pod("late", cpu="2", priority=10, scheduler=STOCK)
     assert scenario.running("late") == n1
+
+
+def test_a_preemptor_waits_for_a_pod_a_controller_deleted_once_its_victim_is_gone(scenario, lagged):
+    # Seen under churn (bench/churn.py): reprieve answers one victim on n1, counting the room
+    # of t, which a controller deleted with a longer grace. The victim goes first; the
+    # scheduler retries P (nothing it preempted is left on n1) and asks again, while reprieve's
+    # view (0.5 s late on purpose) still shows the victim. Its own victims there (one 1-cpu
+    # pod) free no more than t: P waits for t rather than preempt again on n2.
+    n1, n2 = scenario.node("n1", cpu="4"), scenario.node("n2", cpu="4")
+    for i, name in enumerate(("a", "b", "t", "x")):  # x the youngest: reprieve's victim on n1
+        scenario.pod(name, cpu="1", node=n1, grace=8 if name == "t" else 1)
+        time.sleep(1.1 if i == 2 else 0)  # x starts a whole second after the rest
+    for i in range(4):
+        scenario.pod(f"g{i}", cpu="1", node=n2)
+    scenario.running_all("a", "b", "t", "x", "g0", "g1", "g2", "g3")
+    scenario.kube.delete("Pod", "t", scenario.ns)  # its own grace: 8 s
+    scheduler = lagged.scheduler(0.5)
+    scenario.synced(port=lagged.ports[0.5])
+    mark = len(scenario.plane.log(scheduler))
+    scenario.pod("p", cpu="2", priority=1000, scheduler=scheduler)
+    assert scenario.running("p", timeout=20) == n1
+    lines = scenario.plane.log(scheduler)[mark:].splitlines()
+    assert named_in(lines, scenario.ns, "pod", PREEMPTION_LINE) == ["p"]
+    assert named_in(lines, scenario.ns, "victim", DELETION_LINE) == ["x"]
+    assert not any(scenario.terminating(f"g{i}") for i in range(4))
+    refusals = [d for d in lagged.decisions(0.5, "preempt", f"{scenario.ns}/p") if d.get("refusal")]
+    assert refusals and "free at least what the scheduler's own victims there would" in refusals[0]["reasons"][0], refusals

@@ -97,7 +97,7 @@ def _replay(plane, scheduler: str) -> dict[str, int]:
     classes = {o["metadata"]["name"]: o["value"] for o in objects if o["kind"] == "PriorityClass"}
     scenario = Scenario(plane, f"e2e-replay-{'stock' if scheduler == STOCK else 'reprieve'}-{int(time.time()) % 100000}")
     kube = Kube.pooled(str(plane.kubeconfig), burst.WAVE_CONNECTIONS + 2)
-    watch = burst._BindWatch(kube, scenario.ns, len(pending))
+    watch = burst.BindWatch(kube, scenario.ns, len(pending))
     try:
         bound = _build(scenario, objects)
         scenario.synced(timeout=30)
@@ -109,7 +109,7 @@ def _replay(plane, scheduler: str) -> dict[str, int]:
         watch.all_bound.wait(90)
         budgets = [o for o in objects if o["kind"] == "PodDisruptionBudget"]
         victims = [p for name, p in bound.items() if scenario.terminating(name)]
-        lines = burst._read(log, mark).splitlines()
+        lines = burst.read_log(log, mark).splitlines()
         floor = min(p["spec"]["priority"] for p in [*bound.values(), *pending])
         return {
             "preemptions": len(burst.named_in(lines, scenario.ns, "pod", burst.PREEMPTION_LINE)),

@@ -246,6 +246,36 @@ def test_a_preemptor_never_waits_for_its_own_victims_when_the_scheduler_asks():
     assert decision.refusal is Refusal.NONE and decision.answer == {"n2": Proposal(uids(n2[3]), 0)}
 
 
+def churned(proposed_on_n1):
+    """bench/churn.py's case: P (2 cpu) was answered v on the 4-cpu n1 beside t, which a
+    controller deleted (terminating, not preempted), and v is gone in the scheduler's view
+    before t, while reprieve's view still shows v terminating, preempted. The scheduler retries P
+    and asks, proposing ``proposed_on_n1`` there (names of n1's pods) and g0 on the full n2."""
+    a, b = pod("a", node="n1", cpu=1, start=1), pod("b", node="n1", cpu=1, start=2)
+    t = pod("t", node="n1", cpu=1, terminating=True)
+    v = pod("v", node="n1", cpu=1, start=3, terminating=True, preempted=True)
+    n2 = [pod(f"g{i}", node="n2", cpu=1, start=i) for i in range(4)]
+    p = pod("p", cpu=2, priority=1000, nominated="n1")
+    on_n1 = {x.name: x for x in (a, b, t, v)}
+    proposals = {"n1": Proposal(uids(*(on_n1[n] for n in proposed_on_n1)), 0), "n2": Proposal(uids(*n2[:2]), 0)}
+    return decide(view=view([node("n1", cpu=4), node("n2", cpu=4)], [a, b, t, v, *n2, p]), preemptor=p, proposals=proposals)
+
+
+def test_a_preemptor_waits_for_a_pod_leaving_that_frees_what_the_schedulers_victims_would():
+    # The scheduler proposes a alone on n1: in its view, whatever it counts there, t's room is
+    # enough. Preempting again (before: 1 victim more, on n2) would not have been.
+    decision = churned(("a",))
+    assert decision.refusal is Refusal.VICTIMS_TERMINATING and decision.answer == {}
+    assert "free at least what the scheduler's own victims there would" in decision.reasons[0]
+
+
+def test_a_preemptor_preempts_again_where_the_schedulers_victims_free_more_than_the_pods_leaving():
+    # The scheduler proposes a and b on n1: it counts something there reprieve does not see (a
+    # pod bound into v's room), and t's room alone would not make room in its view.
+    decision = churned(("a", "b"))
+    assert decision.refusal is Refusal.NONE and decision.answer
+
+
 # ---------------------------------------------------------------- found in review (scheduler ahead)
 
 
