@@ -40,7 +40,7 @@ import tempfile
 import threading
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,7 +80,7 @@ class Churn:
         def stats(values: list[float]) -> str:
             if not values:
                 return "-"
-            deciles = statistics.quantiles(values, n=10) if len(values) > 1 else values * 9
+            deciles = statistics.quantiles(values, n=10, method="inclusive") if len(values) > 1 else values * 9
             return f"{statistics.median(values):.2f} / {deciles[8]:.2f} / {max(values):.2f}"
 
         return (
@@ -91,74 +91,28 @@ class Churn:
         )
 
 
-def churn(scenario: Scenario, scheduler: str, nodes: int, minutes: float, start_at: float) -> Churn:
-    """Run the churn in ``scenario`` through ``scheduler`` from ``start_at`` (monotonic)."""
+def churn(scenario: Scenario, scheduler: str, nodes: int, minutes: float, start_at: float, stop: threading.Event) -> Churn:
+    """Run the churn in ``scenario`` through ``scheduler`` from ``start_at`` (monotonic) and
+    measure it; ``stop`` ends it early (an error on the other side, ^C)."""
     kube = Kube.pooled(str(scenario.plane.kubeconfig), 10)
     for i in range(nodes):
         scenario.node(f"n{i:02d}", cpu=NODE_CPU)
-    low_spec = scenario.pod_spec(cpu="1", priority=0, scheduler=scheduler, grace=1)
-    high_spec = scenario.pod_spec(cpu="2", priority=1000, scheduler=scheduler, grace=1)
-    path = kube.collection("Pod", scenario.ns)
     log = scenario.plane.work / f"{SCHEDULER_LOGS[scheduler]}.log"
     mark = log.stat().st_size
-    watch = BindWatch(kube, scenario.ns, expected=10**9)
-    watch.start()
-
-    events: list[tuple[float, int, str, str]] = []  # (when, order, what, name)
-    order = itertools.count()
-    low_count = int(LOW_RATE * (LOW_LIFETIME + 60 * minutes))
-    for k in range(low_count):
-        heapq.heappush(events, (start_at + k / LOW_RATE, next(order), "create-low", f"low-{k:04d}"))
     high_count = int(60 * minutes / HIGH_EVERY)
-    for k in range(high_count):
-        heapq.heappush(events, (start_at + LOW_LIFETIME + k * HIGH_EVERY, next(order), "create-high", f"high-{k:03d}"))
-    created: dict[str, float] = {}
-    leaving: set[str] = set()  # high-priority pods whose deletion is scheduled
-    lock = threading.Lock()
-
-    def create(name: str, labels: dict, spec: dict) -> None:
-        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": scenario.ns, "labels": labels}, "spec": spec}
-        at = time.monotonic()
-        kube.request("POST", path, body)
-        with lock:
-            created[name] = at
-
-    def delete(name: str) -> None:
-        try:
-            kube.request("DELETE", f"{path}/{name}")
-        except ApiError as exc:
-            if exc.status != 404:  # already gone: preempted, its grace over
-                raise
-
-    with ThreadPoolExecutor(8) as pool:
-        calls = []
-        while events:
-            when, _, what, name = heapq.heappop(events)
-            time.sleep(max(0.0, when - time.monotonic()))
-            if what == "create-low":
-                calls.append(pool.submit(create, name, LOW, low_spec))
-                heapq.heappush(events, (when + LOW_LIFETIME, next(order), "delete", name))
-            elif what == "create-high":
-                calls.append(pool.submit(create, name, PREEMPTOR, high_spec))
-            else:
-                calls.append(pool.submit(delete, name))
-            # High-priority pods leave HIGH_LIFETIME after their bind.
-            for pod, bound in watch.bound_at().items():
-                if pod not in leaving:
-                    leaving.add(pod)
-                    heapq.heappush(events, (bound + HIGH_LIFETIME, next(order), "delete", pod))
-        # The last high-priority pods get HIGH_LIFETIME to bind.
-        deadline = time.monotonic() + HIGH_LIFETIME
-        while time.monotonic() < deadline and len(watch.bound_at()) < high_count:
-            time.sleep(0.2)
-        for call in calls:
-            call.result()  # raises what a create or delete call raised
+    low_count = int(LOW_RATE * (LOW_LIFETIME + 60 * minutes))
+    watch = BindWatch(kube, scenario.ns, expected=high_count)
+    watch.start()
+    try:
+        if time.monotonic() > start_at:
+            print(f"  {LABELS[scheduler]}: set up {time.monotonic() - start_at:.1f} s late; its first pods go at once", file=sys.stderr)
+        created = _drive(scenario, kube, scheduler, watch, start_at, low_count, high_count, stop)
+    finally:
+        watch.stop()
     bound = watch.bound_at()
-    watch.stop()
     lines = read_log(log, mark).splitlines()
     highs = [f"high-{k:03d}" for k in range(high_count)]
-    with lock:
-        to_bind = {p: bound[p] - created[p] for p in highs if p in bound and p in created}
+    to_bind = {p: bound[p] - created[p] for p in highs if p in bound and p in created}
     preemptors = named_in(lines, scenario.ns, "pod", PREEMPTION_LINE)
     return Churn(
         scheduler=scheduler,
@@ -170,6 +124,68 @@ def churn(scenario: Scenario, scheduler: str, nodes: int, minutes: float, start_
         claims=sum(1 for line in lines if CLAIMS in line),
         low_created=low_count,
     )
+
+
+def _drive(
+    scenario: Scenario, kube: Kube, scheduler: str, watch: BindWatch, start_at: float, low_count: int, high_count: int,
+    stop: threading.Event,
+) -> dict[str, float]:
+    """Create and delete the pods on schedule; returns each pod's monotonic time just before
+    its create call. Raises the first failed API call's error as soon as it is seen."""
+    low_spec = scenario.pod_spec(cpu="1", priority=0, scheduler=scheduler, grace=1)
+    high_spec = scenario.pod_spec(cpu="2", priority=1000, scheduler=scheduler, grace=1)
+    path = kube.collection("Pod", scenario.ns)
+    order = itertools.count()
+    events: list[tuple[float, int, str, str]] = [  # (when, order, what, name), a heap
+        *((start_at + k / LOW_RATE, next(order), "create-low", f"low-{k:04d}") for k in range(low_count)),
+        *((start_at + LOW_LIFETIME + k * HIGH_EVERY, next(order), "create-high", f"high-{k:03d}") for k in range(high_count)),
+    ]
+    heapq.heapify(events)
+    created: dict[str, float] = {}
+    leaving: set[str] = set()  # high-priority pods whose deletion is scheduled
+
+    def create(name: str, labels: dict, spec: dict) -> None:
+        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": scenario.ns, "labels": labels}, "spec": spec}
+        created[name] = time.monotonic()
+        kube.request("POST", path, body)
+
+    def delete(name: str) -> None:
+        try:
+            kube.request("DELETE", f"{path}/{name}")
+        except ApiError as exc:
+            if exc.status != 404:  # already gone: preempted, its grace over
+                raise
+
+    with ThreadPoolExecutor(8) as pool:
+        calls: list[Future] = []
+        while events:
+            when, _, what, name = heapq.heappop(events)
+            if stop.wait(max(0.0, when - time.monotonic())):
+                raise RuntimeError("stopped")
+            if what == "create-low":
+                calls.append(pool.submit(create, name, LOW, low_spec))
+                heapq.heappush(events, (when + LOW_LIFETIME, next(order), "delete", name))
+            elif what == "create-high":
+                calls.append(pool.submit(create, name, PREEMPTOR, high_spec))
+            else:
+                calls.append(pool.submit(delete, name))
+            for pod, bound in watch.bound_at().items():  # high-priority pods leave HIGH_LIFETIME after their bind
+                if pod not in leaving:
+                    leaving.add(pod)
+                    heapq.heappush(events, (bound + HIGH_LIFETIME, next(order), "delete", pod))
+            calls = _unfinished(calls)
+        # The last high-priority pods get HIGH_LIFETIME to bind.
+        watch.all_bound.wait(HIGH_LIFETIME)
+        _unfinished(calls, wait=True)
+    return dict(created)
+
+
+def _unfinished(calls: list[Future], *, wait: bool = False) -> list[Future]:
+    """The calls not yet done (all of them done first, with ``wait``); raises a done one's error."""
+    for call in calls:
+        if wait or call.done():
+            call.result()
+    return [c for c in calls if not c.done()]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,15 +226,18 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(plane: ControlPlane, nodes: int, minutes: float) -> list[Churn]:
     scenarios = {s: Scenario(plane, f"churn-{LABELS[s]}-{uuid.uuid4().hex[:6]}") for s in (STOCK, REPRIEVE)}
+    stop = threading.Event()
     try:
         start_at = time.monotonic() + 5  # both sides' nodes made and watches open by then
         with ThreadPoolExecutor(2) as pool:
-            futures = [pool.submit(churn, sc, s, nodes, minutes, start_at) for s, sc in scenarios.items()]
-            results = [f.result() for f in futures]
+            futures = [pool.submit(churn, sc, s, nodes, minutes, start_at, stop) for s, sc in scenarios.items()]
+            try:
+                return [f.result() for f in futures]
+            finally:
+                stop.set()  # on an error or ^C, the other side stops too
     finally:
         for sc in scenarios.values():
             sc.cleanup()
-    return results
 
 
 if __name__ == "__main__":

@@ -71,9 +71,10 @@ def decide(
     """
     # Not its own earlier answer, nor one for an earlier pod of its name: the API server holds
     # one pod per name, so that one was deleted (policy.view.ClusterView.reservations).
+    own = frozenset(v.uid for f in in_flight if f.preemptor.uid == preemptor.uid for v in f.victims)
     in_flight = tuple(f for f in in_flight if f.preemptor.key != preemptor.key)
-    nominated = proposals.get(preemptor.nominated_node_name or "")
-    refusal, why = ineligible(view, preemptor, in_flight, nominated.uids if nominated is not None else None)
+    on_nominated = proposals.get(preemptor.nominated_node_name or "")
+    refusal, why = ineligible(view, preemptor, in_flight, on_nominated.uids if on_nominated is not None else None, own)
     screen = None
     if rules is not None and refusal is Refusal.NONE:
         refusal, why, screen = under_rules(rules, view, preemptor, in_flight, now)

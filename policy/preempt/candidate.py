@@ -9,13 +9,14 @@ from collections.abc import Callable, Sequence
 from policy import guards, homes, jobs, ranking, resources, tenancy
 from policy.causes import Cause
 from policy.criteria import Facts
-from policy.model import POD_ANTI_AFFINITY, Pod
+from policy.model import Pod
 
 from policy.preempt.decision import SETTLE_SECONDS, NodeOutcome, Proposal, Verdict
 from policy.preempt.held import (
     Here, assumed_floor, freed, promised_on, records_here, room_after, scheduler_sees_less,
 )
 from policy.preempt.request import Request
+from policy.preempt.unmodelled import unmodelled_here
 from policy.resources import Vector
 from policy.victims import NodeRejected, VictimSelection, select_victims
 from policy.view import ClusterView, NodeInfo, known_to_scheduler
@@ -50,7 +51,7 @@ def _judged(request: Request, name: str, swap: bool) -> NodeOutcome:
     if unresolved is not None:
         return unresolved
     proposed = [on_node[uid] for uid in proposal.uids]
-    unmodelled = _unmodelled(view, request.preemptor, node)
+    unmodelled = unmodelled_here(view, request.preemptor, node)
     if unmodelled:
         return _unmodelled_here(request, name, proposed, unmodelled)
     return _selected(request, name, node, proposed, swap)
@@ -347,26 +348,6 @@ def _nameable(proposed: set[str], now: float | None) -> Callable[[Pod], bool]:
         return settled is None or pod.bound_at is None or pod.bound_at <= settled
 
     return nameable
-
-
-def _unmodelled(view: ClusterView, preemptor: Pod, node: NodeInfo) -> str:
-    if preemptor.unmodelled:
-        return f"the pod uses {', '.join(preemptor.unmodelled)}, which reprieve does not model"
-    blockers, _ = view.summary(("screening",), screening)(node.name)
-    if blockers:
-        return f"{', '.join(blockers)} on the node have required anti-affinity"
-    return ""
-
-
-def screening(node: NodeInfo, _: tuple) -> tuple[tuple[str, ...], dict[str, None]]:
-    """The pods on the node with required anti-affinity, sorted (_unmodelled), and the UIDs of
-    every pod on it (policy.preempt.search checks up to 500 proposals a request against them: a
-    small set per node is several times cheaper to ask than the view's every pod by UID), kept
-    with the view and never changed. The UIDs are a dict's keys, not a frozenset: the garbage
-    collector does not track a dict of strings, and walked each frozenset's every member in each
-    full collection (half of one, 0.6 of 1.3 ms, at 500 candidates; docs/benchmarks.md)."""
-    blockers = tuple(sorted(p.key for p in node.pods if POD_ANTI_AFFINITY in p.unmodelled))
-    return blockers, dict.fromkeys(p.uid for p in node.pods)
 
 
 def _bound_elsewhere(view: ClusterView, uid: str, name: str) -> bool:

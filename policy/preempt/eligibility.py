@@ -4,18 +4,23 @@ still inside its preemption delay."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from policy import resources, tenancy
 from policy.causes import Refusal
 from policy.model import InFlight, Pod
 from policy.preempt.held import as_it_will_be
+from policy.preempt.unmodelled import unmodelled_here
 from policy.tenancy import Rules, Standing
 from policy.view import ClusterView, NodeInfo
 
 
 def ineligible(
-    view: ClusterView, preemptor: Pod, in_flight: Sequence[InFlight], proposed: Sequence[str] | None = None
+    view: ClusterView,
+    preemptor: Pod,
+    in_flight: Sequence[InFlight],
+    proposed: Sequence[str] | None,
+    preempted_for_it: Collection[str] = (),
 ) -> tuple[Refusal, str]:
     """preemptionPolicy Never; or nominated to a node where lower-priority pods are leaving
     and their room, once free, is enough for the preemptor: it waits for them.
@@ -31,10 +36,11 @@ def ineligible(
     answers in flight hold it first. A preemptor whose room was taken by another may preempt
     again at once instead of waiting for nothing.
 
-    Where reprieve's view still shows the pods the scheduler preempted there, ``proposed`` (the
-    UIDs of the scheduler's victims on the nominated node, if it is a candidate) can show the
-    wait is enough all the same: its victims make room in its own view, whatever it counts, so
-    pods leaving that free at least as much make room too (_proposal_shows_room).
+    Where reprieve's view still shows the pods the scheduler preempted there (marked, or
+    ``preempted_for_it``: the victims of reprieve's own answers for this preemptor, which its
+    view may not show going yet), ``proposed`` (the UIDs of the scheduler's victims on the
+    nominated node; None if it is not a candidate) can show the wait is enough all the same
+    (_proposal_shows_room).
     """
     if preemptor.preemption_never:
         return Refusal.NEVER, "preemptionPolicy is Never"
@@ -54,41 +60,52 @@ def ineligible(
     staying = [p for p in node.pods if not p.terminating or p.preempted]
     used = resources.add(*(p.requests for p in staying), *(p.requests for p in holders))
     names = ", ".join(sorted(p.key for p in leaving))
-    if resources.shortfalls(request=preemptor.requests, allocatable=node.node.allocatable, used=used):
-        if holders or not _proposal_shows_room(nominated, preemptor, leaving, proposed, in_flight):
-            return Refusal.NONE, ""  # preempting again is the only way: see the node's reasons
-        return Refusal.VICTIMS_TERMINATING, (
-            f"already nominated to {nominated.name}, where lower-priority {names} are terminating; waiting for "
-            "them: they free at least what the scheduler's own victims there would, and those make room in its view"
-        )
+    waiting = f"already nominated to {nominated.name}, where lower-priority {names} are terminating; waiting for them"
+    if not resources.shortfalls(request=preemptor.requests, allocatable=node.node.allocatable, used=used):
+        return Refusal.VICTIMS_TERMINATING, waiting
+    if holders or not _proposal_shows_room(view, nominated, preemptor, leaving, proposed, in_flight, preempted_for_it):
+        return Refusal.NONE, ""  # preempting again is the only way: see the node's reasons
     return Refusal.VICTIMS_TERMINATING, (
-        f"already nominated to {nominated.name}, where lower-priority {names} are terminating; waiting for them"
+        f"{waiting}: they free at least what the scheduler's own victims there would, and those make room in its view"
     )
 
 
 def _proposal_shows_room(
+    view: ClusterView,
     nominated: NodeInfo,
     preemptor: Pod,
     leaving: Sequence[Pod],
     proposed: Sequence[str] | None,
     in_flight: Sequence[InFlight],
+    preempted_for_it: Collection[str],
 ) -> bool:
-    """The pods ``leaving`` free, in every resource the preemptor requests, at least what the
-    scheduler's victims on its nominated node free (``proposed``: some, every one known to
-    reprieve there), and no answer in flight holds room there.
+    """Where reprieve's view is behind the scheduler's own deletions on the preemptor's
+    nominated node, the pods ``leaving`` will make room in the scheduler's view too.
 
-    The scheduler's victims make room for the preemptor in its own view, beside whatever it
-    counts there that reprieve's view does not show (a pod bound into the room of one it
-    preempted) or still shows (that pod, gone in its view): freeing as much instead makes room
-    as surely. So it waits for them, as upstream waits for pods it preempted, rather than
-    preempt again: the scheduler retries it when they are deleted, as it did when its victims
-    were (seen under churn: bench/churn.py, 1 victim named beside a pod a controller deleted,
-    gone first, then 1 more elsewhere). Like the wait above, it counts on them still being in
-    the scheduler's view."""
+    Behind: with the pods the scheduler preempted there gone (asked, it has seen them go;
+    reprieve's view may show them terminating, marked, or, for the victims of its own answers
+    for this preemptor, ``preempted_for_it``, not even that yet), the pods leaving make room in
+    reprieve's view. The scheduler's victims there (``proposed``: non-empty, each on the node in
+    reprieve's view) make room in its own view, beside whatever it counts that reprieve does
+    not see; the pods leaving free at least as much in every resource the preemptor requests,
+    so they make room as surely, if the scheduler still counts them and nothing reprieve does
+    not model (policy.preempt.unmodelled) chose its victims. No answer in flight holds room
+    there. So the preemptor waits for them, as upstream waits for pods it preempted, rather
+    than preempt again (seen under churn, bench/churn.py: 1 victim named beside a pod a
+    controller deleted went first, and the preemptor then took 1 more elsewhere).
+
+    If the scheduler has already seen them go too (reprieve's view is behind on them as well)
+    and something else took their room, the preemptor waits for nothing: until the next
+    deletion of a pod bound anywhere wakes it, or the scheduler's flush of pods unschedulable
+    for 5 minutes. The wait above, from reprieve's view alone, rests on the same premise."""
     if not proposed or any(f.node == nominated.name for f in in_flight):
         return False
     on_node = {p.uid: p for p in nominated.pods}
-    if any(uid not in on_node for uid in proposed):
+    if any(uid not in on_node for uid in proposed) or unmodelled_here(view, preemptor, nominated):
+        return False
+    # Where none of them is still there, the wait above decided.
+    live = resources.add(*(p.requests for p in nominated.pods if not p.terminating and p.uid not in preempted_for_it))
+    if resources.shortfalls(request=preemptor.requests, allocatable=nominated.node.allocatable, used=live):
         return False
     needed = resources.add(*(on_node[uid].requests for uid in proposed))
     freed = resources.add(*(p.requests for p in leaving))

@@ -11,10 +11,11 @@ from operator import ne
 
 from policy import bounds, ranking
 from policy.causes import Cause
-from policy.preempt.candidate import evaluate, screening
+from policy.preempt.candidate import evaluate
 from policy.preempt.decision import NodeOutcome, Proposal, Verdict
 from policy.preempt.held import holds_against, records_here
 from policy.preempt.request import Request
+from policy.preempt.unmodelled import screening
 
 
 def outcomes_by_node(request: Request) -> dict[str, NodeOutcome]:
@@ -92,7 +93,7 @@ def _floors(request: Request, floor: bounds.Floors) -> Callable[[str, Proposal],
     500 candidates each ask."""
     view, preemptor, in_flight = request.view, request.preemptor, request.in_flight
     changed = {f.node for f in in_flight if holds_against(f, preemptor)}
-    screened = view.summary(("screening",), screening)  # as candidate._unmodelled reads it
+    screened = view.summary(("screening",), screening)  # as unmodelled_here reads it
     nodes, pods, nominated = view.nodes, view.pods, view.nominated
 
     def floor_of(name: str, proposal: Proposal) -> tuple | None:

@@ -124,9 +124,10 @@ def test_a_preemptor_waits_for_a_pod_a_controller_deleted_once_its_victim_is_gon
     for i in range(4):
         scenario.pod(f"g{i}", cpu="1", node=n2)
     scenario.running_all("a", "b", "t", "x", "g0", "g1", "g2", "g3")
+    scheduler = lagged.scheduler(0.5)  # started (if need be) before t's grace runs
     scenario.kube.delete("Pod", "t", scenario.ns)  # its own grace: 8 s
-    scheduler = lagged.scheduler(0.5)
-    scenario.synced(port=lagged.ports[0.5])
+    scenario.saw("pods", scenario.get("t"))
+    scenario.synced(port=lagged.ports[0.5])  # the lagged reprieve shows t terminating
     mark = len(scenario.plane.log(scheduler))
     scenario.pod("p", cpu="2", priority=1000, scheduler=scheduler)
     assert scenario.running("p", timeout=20) == n1

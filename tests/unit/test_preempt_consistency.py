@@ -246,25 +246,38 @@ def test_a_preemptor_never_waits_for_its_own_victims_when_the_scheduler_asks():
     assert decision.refusal is Refusal.NONE and decision.answer == {"n2": Proposal(uids(n2[3]), 0)}
 
 
-def churned(proposed_on_n1):
+def churned(proposed_on_n1=("a",), *, preempted=True, answered=False, extra=(), in_flight=(), preemptor=None):
     """bench/churn.py's case: P (2 cpu) was answered v on the 4-cpu n1 beside t, which a
     controller deleted (terminating, not preempted), and v is gone in the scheduler's view
-    before t, while reprieve's view still shows v terminating, preempted. The scheduler retries P
-    and asks, proposing ``proposed_on_n1`` there (names of n1's pods) and g0 on the full n2."""
+    before t, while reprieve's view still shows v terminating, preempted (``preempted``: or v
+    is a live pod, and reprieve's view is not behind, unless ``answered``: reprieve's own answer
+    for P, in flight, named v). The scheduler retries P and asks,
+    proposing ``proposed_on_n1`` there (names of n1's pods, "?" one reprieve does not know, None
+    n1 not a candidate) and g0, g1 on the full n2. ``extra``: more pods."""
     a, b = pod("a", node="n1", cpu=1, start=1), pod("b", node="n1", cpu=1, start=2)
     t = pod("t", node="n1", cpu=1, terminating=True)
-    v = pod("v", node="n1", cpu=1, start=3, terminating=True, preempted=True)
+    v = pod("v", node="n1", cpu=1, start=3, terminating=preempted, preempted=preempted)
     n2 = [pod(f"g{i}", node="n2", cpu=1, start=i) for i in range(4)]
-    p = pod("p", cpu=2, priority=1000, nominated="n1")
-    on_n1 = {x.name: x for x in (a, b, t, v)}
-    proposals = {"n1": Proposal(uids(*(on_n1[n] for n in proposed_on_n1)), 0), "n2": Proposal(uids(*n2[:2]), 0)}
-    return decide(view=view([node("n1", cpu=4), node("n2", cpu=4)], [a, b, t, v, *n2, p]), preemptor=p, proposals=proposals)
+    p = preemptor or pod("p", cpu=2, priority=1000, nominated="n1", created=2)
+    on_n1 = {x.name: x.uid for x in (a, b, t, v)} | {"?": "not-a-known-uid"}
+    proposals = {"n2": Proposal(uids(*n2[:2]), 0)}
+    if proposed_on_n1 is not None:
+        proposals["n1"] = Proposal(tuple(on_n1[n] for n in proposed_on_n1), 0)
+    v_ = view([node("n1", cpu=4), node("n2", cpu=4)], [a, b, t, v, *n2, p, *extra])
+    own = [InFlight(p, "n1", (v,))] if answered else []
+    return decide(view=v_, preemptor=p, proposals=proposals, in_flight=[*in_flight, *own])
 
 
-def test_a_preemptor_waits_for_a_pod_leaving_that_frees_what_the_schedulers_victims_would():
-    # The scheduler proposes a alone on n1: in its view, whatever it counts there, t's room is
-    # enough. Preempting again (before: 1 victim more, on n2) would not have been.
-    decision = churned(("a",))
+@pytest.mark.parametrize(
+    "proposed, answered", [(("a",), False), (("t",), False), (("a",), True)],
+    ids=["a live victim", "t itself", "v not yet seen going"],
+)
+def test_a_preemptor_waits_for_a_pod_leaving_that_frees_what_the_schedulers_victims_would(proposed, answered):
+    # The scheduler proposes one 1-cpu pod on n1: in its view, whatever it counts there, t's
+    # room is enough. Before, P preempted again (b, on n1), and t's room was wasted. (Seen in
+    # the end-to-end test with reprieve's watch 0.5 s late: v, reprieve's own answer, still
+    # running in its view.)
+    decision = churned(proposed, preempted=not answered, answered=answered)
     assert decision.refusal is Refusal.VICTIMS_TERMINATING and decision.answer == {}
     assert "free at least what the scheduler's own victims there would" in decision.reasons[0]
 
@@ -274,6 +287,22 @@ def test_a_preemptor_preempts_again_where_the_schedulers_victims_free_more_than_
     # pod bound into v's room), and t's room alone would not make room in its view.
     decision = churned(("a", "b"))
     assert decision.refusal is Refusal.NONE and decision.answer
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        dict(proposed_on_n1=None),  # n1 is no candidate: nothing shows what the scheduler counts there
+        dict(proposed_on_n1=("a", "?")),  # a victim reprieve does not know
+        dict(preempted=False),  # nothing the scheduler preempted is left: reprieve's view is not behind
+        dict(extra=(pod("h", cpu=2, priority=1000, nominated="n1", created=1),)),  # h holds n1's room first
+        dict(in_flight=(InFlight(pod("q", cpu=1, priority=500), "n1", ()),)),  # an answer in flight there
+        dict(preemptor=pod("p", cpu=2, priority=1000, nominated="n1", unmodelled=("host ports",))),
+    ],
+    ids=["not a candidate", "unknown victim", "nothing preempted", "a holder", "an answer in flight", "unmodelled"],
+)
+def test_a_preemptor_waits_on_the_schedulers_victims_only_where_they_show_its_view(case):
+    assert churned(**case).refusal is Refusal.NONE
 
 
 # ---------------------------------------------------------------- found in review (scheduler ahead)
