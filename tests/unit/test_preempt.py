@@ -356,7 +356,7 @@ def test_the_screening_kept_with_the_view_is_nothing_the_collector_walks():
     # collection if the collector tracks them: as a dict's keys they are not (a frozenset is).
     import gc
 
-    from policy.preempt.candidate import screening
+    from policy.preempt.unmodelled import screening
 
     v = view([node("n1")], [pod("a", node="n1"), pod("b", node="n1")])
     blockers, uids = screening(v.nodes["n1"], ())
