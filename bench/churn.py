@@ -107,6 +107,9 @@ def churn(scenario: Scenario, scheduler: str, nodes: int, minutes: float, start_
         if time.monotonic() > start_at:
             print(f"  {LABELS[scheduler]}: set up {time.monotonic() - start_at:.1f} s late; its first pods go at once", file=sys.stderr)
         created = _drive(scenario, kube, scheduler, watch, start_at, low_count, high_count, stop)
+    except BaseException:
+        stop.set()  # the other side stops too
+        raise
     finally:
         watch.stop()
     bound = watch.bound_at()
@@ -175,7 +178,10 @@ def _drive(
                     heapq.heappush(events, (bound + HIGH_LIFETIME, next(order), "delete", pod))
             calls = _unfinished(calls)
         # The last high-priority pods get HIGH_LIFETIME to bind.
-        watch.all_bound.wait(HIGH_LIFETIME)
+        deadline = time.monotonic() + HIGH_LIFETIME
+        while not watch.all_bound.is_set() and time.monotonic() < deadline:
+            if stop.wait(0.2):
+                raise RuntimeError("stopped")
         _unfinished(calls, wait=True)
     return dict(created)
 
@@ -234,7 +240,7 @@ def run(plane: ControlPlane, nodes: int, minutes: float) -> list[Churn]:
             try:
                 return [f.result() for f in futures]
             finally:
-                stop.set()  # on an error or ^C, the other side stops too
+                stop.set()  # on ^C (an error on either side sets it itself)
     finally:
         for sc in scenarios.values():
             sc.cleanup()

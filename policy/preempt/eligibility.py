@@ -84,8 +84,8 @@ def _proposal_shows_room(
 
     Behind: with the pods the scheduler preempted there gone (asked, it has seen them go;
     reprieve's view may show them terminating, marked, or, for the victims of its own answers
-    for this preemptor, ``preempted_for_it``, not even that yet), the pods leaving make room in
-    reprieve's view. The scheduler's victims there (``proposed``: non-empty, each on the node in
+    for this preemptor, ``preempted_for_it``, not even that yet, unless the scheduler proposes
+    them again), the pods leaving make room in reprieve's view. The scheduler's victims there (``proposed``: non-empty, each on the node in
     reprieve's view) make room in its own view, beside whatever it counts that reprieve does
     not see; the pods leaving free at least as much in every resource the preemptor requests,
     so they make room as surely, if the scheduler still counts them and nothing reprieve does
@@ -103,8 +103,10 @@ def _proposal_shows_room(
     on_node = {p.uid: p for p in nominated.pods}
     if any(uid not in on_node for uid in proposed) or unmodelled_here(view, preemptor, nominated):
         return False
-    # Where none of them is still there, the wait above decided.
-    live = resources.add(*(p.requests for p in nominated.pods if not p.terminating and p.uid not in preempted_for_it))
+    # Where none of them is still there, the wait above decided. A victim of reprieve's answer
+    # that the scheduler proposes is not gone in its view: that answer was not carried out.
+    gone = set(preempted_for_it).difference(proposed)
+    live = resources.add(*(p.requests for p in nominated.pods if not p.terminating and p.uid not in gone))
     if resources.shortfalls(request=preemptor.requests, allocatable=nominated.node.allocatable, used=live):
         return False
     needed = resources.add(*(on_node[uid].requests for uid in proposed))

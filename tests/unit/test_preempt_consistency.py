@@ -10,7 +10,7 @@ import pytest
 
 from extender.state.ledger import Ledger
 from policy.causes import Cause, Refusal
-from policy.model import InFlight
+from policy.model import POD_ANTI_AFFINITY, InFlight
 from policy.preempt import SETTLE_SECONDS, Proposal, Verdict, decide
 from policy.qos import QoS
 from policy.tenancy import Rules
@@ -251,7 +251,7 @@ def churned(proposed_on_n1=("a",), *, preempted=True, answered=False, extra=(), 
     controller deleted (terminating, not preempted), and v is gone in the scheduler's view
     before t, while reprieve's view still shows v terminating, preempted (``preempted``: or v
     is a live pod, and reprieve's view is not behind, unless ``answered``: reprieve's own answer
-    for P, in flight, named v). The scheduler retries P and asks,
+    for P, in flight, named v; a UID: its answer for an earlier pod of P's name). The scheduler retries P and asks,
     proposing ``proposed_on_n1`` there (names of n1's pods, "?" one reprieve does not know, None
     n1 not a candidate) and g0, g1 on the full n2. ``extra``: more pods."""
     a, b = pod("a", node="n1", cpu=1, start=1), pod("b", node="n1", cpu=1, start=2)
@@ -264,7 +264,8 @@ def churned(proposed_on_n1=("a",), *, preempted=True, answered=False, extra=(), 
     if proposed_on_n1 is not None:
         proposals["n1"] = Proposal(tuple(on_n1[n] for n in proposed_on_n1), 0)
     v_ = view([node("n1", cpu=4), node("n2", cpu=4)], [a, b, t, v, *n2, p, *extra])
-    own = [InFlight(p, "n1", (v,))] if answered else []
+    answerer = dataclasses.replace(p, uid=answered) if isinstance(answered, str) else p
+    own = [InFlight(answerer, "n1", (v,))] if answered else []
     return decide(view=v_, preemptor=p, proposals=proposals, in_flight=[*in_flight, *own])
 
 
@@ -298,8 +299,16 @@ def test_a_preemptor_preempts_again_where_the_schedulers_victims_free_more_than_
         dict(extra=(pod("h", cpu=2, priority=1000, nominated="n1", created=1),)),  # h holds n1's room first
         dict(in_flight=(InFlight(pod("q", cpu=1, priority=500), "n1", ()),)),  # an answer in flight there
         dict(preemptor=pod("p", cpu=2, priority=1000, nominated="n1", unmodelled=("host ports",))),
+        dict(extra=(pod("aa", node="n1", cpu=0, priority=1000, unmodelled=(POD_ANTI_AFFINITY,)),)),  # required anti-affinity there
+        dict(proposed_on_n1=()),  # proposed with no victims (another extender's filter rejected it)
+        # reprieve's answer named v, but the scheduler proposes v again: it did not carry that answer out
+        dict(proposed_on_n1=("v",), preempted=False, answered=True),
+        dict(preempted=False, answered="old-p"),  # an answer for an earlier pod of P's name named v
     ],
-    ids=["not a candidate", "unknown victim", "nothing preempted", "a holder", "an answer in flight", "unmodelled"],
+    ids=[
+        "not a candidate", "unknown victim", "nothing preempted", "a holder", "an answer in flight", "unmodelled",
+        "anti-affinity on the node", "no victims proposed", "its answer not carried out", "an earlier pod of its name",
+    ],
 )
 def test_a_preemptor_waits_on_the_schedulers_victims_only_where_they_show_its_view(case):
     assert churned(**case).refusal is Refusal.NONE
