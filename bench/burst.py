@@ -9,8 +9,11 @@ a fake kubelet), then runs each shape through stock and reprieve, interleaved (s
 even repetitions, reprieve first on odd ones), each burst in a namespace and on nodes of its
 own. A shape ``NxM`` is N nodes of 32 cpu, each full of four 8-cpu priority-0 pods, and M
 priority-1000 8-cpu preemptors created together, each needing exactly one victim; what is
-counted and how is in tests/e2e/burst.py. Prints a Markdown table and the ratio of reprieve's
-median time to stock's, per shape. Stops the control plane when done, also on error or ^C.
+counted and how is in tests/e2e/burst.py; beside it, each burst's seconds the scheduler spent in
+its scheduling algorithm (filter, score and PostFilter, the extender's verbs included;
+schedule_one.go's schedulingAlgorithm in v1.37) and of them in PostFilter (preemption, the
+extender's preempt included), read from its /metrics before and after. Prints a Markdown table and the ratio of reprieve's median time to stock's, per shape.
+Stops the control plane when done, also on error or ^C.
 
 Needs the toolchain (built on first use, ~6 min cold) and port 8888 free.
 """
@@ -22,10 +25,12 @@ import os
 import platform
 import re
 import signal
+import ssl
 import statistics
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -46,8 +51,37 @@ def shape_of(key: str) -> Shape:
     return SHAPES.get(key) or Shape(*(int(n) for n in key.split("x")))
 
 
-def run(shapes: list[str], repetitions: int, timeout: float) -> dict[tuple[str, str], list[Result]]:
-    results: dict[tuple[str, str], list[Result]] = {}
+SCHEDULER_PORTS = {STOCK: "sched-stock", REPRIEVE: "sched-reprieve"}  # controlplane's ports
+# The scheduler's own time, from its /metrics: its scheduling algorithm (filter, score and
+# PostFilter, extender calls included), and of it PostFilter (preemption, the extender's preempt
+# call included); seconds summed over the burst's cycles.
+TIMED = {
+    "algorithm": ("scheduler_scheduling_algorithm_duration_seconds_sum", ""),
+    "postfilter": ("scheduler_framework_extension_point_duration_seconds_sum", 'extension_point="PostFilter"'),
+}
+
+
+def scheduler_seconds(plane: ControlPlane, scheduler: str) -> dict[str, float]:
+    """TIMED's sums now."""
+    ctx = ssl._create_unverified_context()  # the scheduler's serving certificate is self-signed
+    url = f"https://127.0.0.1:{plane.ports[SCHEDULER_PORTS[scheduler]]}/metrics"
+    with urllib.request.urlopen(url, context=ctx, timeout=5) as response:
+        lines = response.read().decode().splitlines()
+    return {
+        key: sum(float(line.rpartition(" ")[2]) for line in lines if line.startswith(name) and label in line)
+        for key, (name, label) in TIMED.items()
+    }
+
+
+Runs = dict[tuple[str, str], list[Result]]
+Spent = dict[tuple[str, str], list[dict[str, float]]]
+
+
+def run(shapes: list[str], repetitions: int, timeout: float) -> tuple[Runs, Spent]:
+    """Each shape through each scheduler, ``repetitions`` times: the results, and the
+    scheduler's own seconds in each burst (TIMED)."""
+    results: Runs = {}
+    spent: Spent = {}
     with tempfile.TemporaryDirectory(prefix="reprieve-bench-burst-") as work:
         plane = ControlPlane(Path(work), build_toolchain()).start()
         try:
@@ -56,21 +90,24 @@ def run(shapes: list[str], repetitions: int, timeout: float) -> dict[tuple[str, 
                     order = (STOCK, REPRIEVE) if rep % 2 == 0 else (REPRIEVE, STOCK)
                     for scheduler in order:
                         scenario = Scenario(plane, f"burst-{uuid.uuid4().hex[:8]}")
+                        before = scheduler_seconds(plane, scheduler)
                         try:
                             result = burst(scenario, shape_of(key), scheduler, timeout=timeout)
                         finally:
                             scenario.cleanup()
+                        after = scheduler_seconds(plane, scheduler)
+                        spent.setdefault((key, scheduler), []).append({k: after[k] - before[k] for k in TIMED})
                         results.setdefault((key, scheduler), []).append(result)
-                        print(f"  [{rep + 1}/{repetitions}] {result.summary()}", file=sys.stderr, flush=True)
+                        print(f"  [{rep + 1}/{repetitions}] {result.summary()}; scheduler's seconds {spent[key, scheduler][-1]}", file=sys.stderr, flush=True)
         finally:
             plane.stop()
-    return results
+    return results, spent
 
 
-def table(results: dict[tuple[str, str], list[Result]], shapes: list[str]) -> str:
+def table(results: Runs, spent: Spent, shapes: list[str]) -> str:
     rows = [
-        "| shape | scheduler | seconds to bind all (min / median / max) | preemptions | deletions | distinct victims | named again | preempted again | 'claims to preempt' lines | still pending |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| shape | scheduler | seconds to bind all (min / median / max) | preemptions | deletions | distinct victims | named again | preempted again | 'claims to preempt' lines | still pending | scheduler's seconds: algorithm, of it PostFilter |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     ratios = []
     for key in shapes:
@@ -88,13 +125,18 @@ def table(results: dict[tuple[str, str], list[Result]], shapes: list[str]) -> st
 
             rows.append(
                 f"| {shape_of(key).name} | {LABELS[scheduler]} | {seconds} | {each('preemptions')} | {each('deletions')} "
-                f"| {each('distinct_victims')} | {each('named_again')} | {each('preempted_again')} | {each('claims')} | {each('pending')} |"
+                f"| {each('distinct_victims')} | {each('named_again')} | {each('preempted_again')} | {each('claims')} | {each('pending')} "
+                f"| {'; '.join(_spent(t) for t in spent.get((key, scheduler), []))} |"
             )
         if len(medians) == 2:
             ratios.append(f"{shape_of(key).name}: reprieve / stock median time = {medians[REPRIEVE] / medians[STOCK]:.2f}")
         else:
             ratios.append(f"{shape_of(key).name}: no ratio (a run timed out)")
     return "\n".join(rows) + "\n\nCounts are per run, in run order. " + "; ".join(ratios) + "."
+
+
+def _spent(seconds: dict[str, float]) -> str:
+    return f"{seconds['algorithm']:.2f}, {seconds['postfilter']:.2f}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -114,14 +156,14 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
     try:
-        results = run(shapes, args.repetitions, args.timeout)
+        results, spent = run(shapes, args.repetitions, args.timeout)
     except StartupError as exc:
         print(f"bench/burst.py: the control plane could not start: {exc}", file=sys.stderr)
         return 1
     print(f"bench/burst.py --shapes {','.join(shapes)} --repetitions {args.repetitions}")
     print(f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, kube-scheduler {kube_version()}, "
           f"{time.strftime('%Y-%m-%d')}, {time.monotonic() - started:.0f} s in all\n")
-    print(table(results, shapes))
+    print(table(results, spent, shapes))
     return 0
 
 

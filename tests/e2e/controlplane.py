@@ -362,7 +362,11 @@ class ControlPlane:
     def start_scheduler(self, name: str, config: Path, port: int, *, feature_gates: str = "") -> None:
         gates = [f"--feature-gates={feature_gates}"] if feature_gates else []
         self._spawn(
-            name, [*self._component("kube-scheduler", port), f"--config={config}", "-v=4", *gates], lambda: self._secure_healthz(port)
+            name,
+            # /metrics unauthenticated (loopback only) for bench/burst.py's time in the scheduler.
+            [*self._component("kube-scheduler", port), f"--config={config}", "-v=4", *gates,
+             "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"],
+            lambda: self._secure_healthz(port),
         )
 
 
