@@ -11,6 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import orjson
+import pytest
 import yaml
 
 from tests.e2e.client import wait_for
@@ -139,3 +140,25 @@ def test_profile_summary_splits_samples_by_role():
     assert summary.startswith("100 samples")
     for role, share in (("watch: reflector", "30%"), ("watch: publisher", "10%"), ("verb: filter", "40%"), ("http:", "20%")):
         assert any(line.startswith(f"| {role}") and line.endswith(f"| {share} |") for line in summary.splitlines()), role
+
+
+def test_churn_percentiles_stay_within_what_was_measured():
+    # statistics.quantiles' default (exclusive) puts the p90 of two values above the larger.
+    churn = _load("churn")
+    result = churn.Churn(
+        scheduler=churn.REPRIEVE, to_bind={"high-000": 1.0, "high-001": 2.0}, unbound=["high-002"],
+        preempted={"high-001"}, preemptions=1, deletions=2, claims=0, low_created=30,
+    )
+    assert result.row() == "| reprieve | 2 of 3 | 1.50 / 1.90 / 2.00 | 1 | 2.00 / 2.00 / 2.00 | 1 | 2 | 0 | 30 |"
+
+
+def test_churn_raises_a_failed_call_as_soon_as_it_is_done():
+    churn = _load("churn")
+    from concurrent.futures import Future
+
+    done, failed, pending = Future(), Future(), Future()
+    done.set_result(None)
+    failed.set_exception(RuntimeError("403 from the API server"))
+    assert churn._unfinished([done, pending]) == [pending]
+    with pytest.raises(RuntimeError, match="403"):
+        churn._unfinished([done, failed, pending])
