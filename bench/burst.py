@@ -10,9 +10,9 @@ even repetitions, reprieve first on odd ones), each burst in a namespace and on 
 own. A shape ``NxM`` is N nodes of 32 cpu, each full of four 8-cpu priority-0 pods, and M
 priority-1000 8-cpu preemptors created together, each needing exactly one victim; what is
 counted and how is in tests/e2e/burst.py; beside it, each burst's seconds the scheduler spent in
-its scheduling algorithm (filter, score and PostFilter, the extender's verbs included;
-schedule_one.go's schedulingAlgorithm in v1.37) and of them in PostFilter (preemption, the
-extender's preempt included), read from its /metrics before and after. Prints a Markdown table and the ratio of reprieve's median time to stock's, per shape.
+its scheduling algorithm (TIMED: filter, score and PostFilter, the extender's verbs included)
+and its cycles, and of them in PostFilter (preemption, the extender's preempt included), read
+from its /metrics before and after. Prints a Markdown table and the ratio of reprieve's median time to stock's, per shape.
 Stops the control plane when done, also on error or ^C.
 
 Needs the toolchain (built on first use, ~6 min cold) and port 8888 free.
@@ -52,13 +52,24 @@ def shape_of(key: str) -> Shape:
 
 
 SCHEDULER_PORTS = {STOCK: "sched-stock", REPRIEVE: "sched-reprieve"}  # controlplane's ports
-# The scheduler's own time, from its /metrics: its scheduling algorithm (filter, score and
-# PostFilter, extender calls included), and of it PostFilter (preemption, the extender's preempt
-# call included); seconds summed over the burst's cycles.
+# The scheduler's own time, from its /metrics: its scheduling algorithm (schedule_one.go's
+# schedulingAlgorithm in v1.37: the snapshot's update, filter, score and PostFilter, extender
+# calls included) and its cycles, and of it PostFilter (preemption, the extender's preempt call
+# included); seconds and cycles summed over the burst.
 TIMED = {
     "algorithm": ("scheduler_scheduling_algorithm_duration_seconds_sum", ""),
+    "cycles": ("scheduler_scheduling_algorithm_duration_seconds_count", ""),
     "postfilter": ("scheduler_framework_extension_point_duration_seconds_sum", 'extension_point="PostFilter"'),
 }
+
+
+def sums(metrics: str) -> dict[str, float]:
+    """TIMED's samples in a /metrics text, each summed over its other labels."""
+    lines = [line for line in metrics.splitlines() if not line.startswith("#")]
+    return {
+        key: sum(float(line.rpartition(" ")[2]) for line in lines if line.startswith(name) and label in line)
+        for key, (name, label) in TIMED.items()
+    }
 
 
 def scheduler_seconds(plane: ControlPlane, scheduler: str) -> dict[str, float]:
@@ -66,11 +77,7 @@ def scheduler_seconds(plane: ControlPlane, scheduler: str) -> dict[str, float]:
     ctx = ssl._create_unverified_context()  # the scheduler's serving certificate is self-signed
     url = f"https://127.0.0.1:{plane.ports[SCHEDULER_PORTS[scheduler]]}/metrics"
     with urllib.request.urlopen(url, context=ctx, timeout=5) as response:
-        lines = response.read().decode().splitlines()
-    return {
-        key: sum(float(line.rpartition(" ")[2]) for line in lines if line.startswith(name) and label in line)
-        for key, (name, label) in TIMED.items()
-    }
+        return sums(response.read().decode())
 
 
 Runs = dict[tuple[str, str], list[Result]]
@@ -90,8 +97,8 @@ def run(shapes: list[str], repetitions: int, timeout: float) -> tuple[Runs, Spen
                     order = (STOCK, REPRIEVE) if rep % 2 == 0 else (REPRIEVE, STOCK)
                     for scheduler in order:
                         scenario = Scenario(plane, f"burst-{uuid.uuid4().hex[:8]}")
-                        before = scheduler_seconds(plane, scheduler)
                         try:
+                            before = scheduler_seconds(plane, scheduler)
                             result = burst(scenario, shape_of(key), scheduler, timeout=timeout)
                         finally:
                             scenario.cleanup()
@@ -106,7 +113,7 @@ def run(shapes: list[str], repetitions: int, timeout: float) -> tuple[Runs, Spen
 
 def table(results: Runs, spent: Spent, shapes: list[str]) -> str:
     rows = [
-        "| shape | scheduler | seconds to bind all (min / median / max) | preemptions | deletions | distinct victims | named again | preempted again | 'claims to preempt' lines | still pending | scheduler's seconds: algorithm, of it PostFilter |",
+        "| shape | scheduler | seconds to bind all (min / median / max) | preemptions | deletions | distinct victims | named again | preempted again | 'claims to preempt' lines | still pending | scheduler's seconds: algorithm (in cycles), of it PostFilter |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     ratios = []
@@ -136,7 +143,7 @@ def table(results: Runs, spent: Spent, shapes: list[str]) -> str:
 
 
 def _spent(seconds: dict[str, float]) -> str:
-    return f"{seconds['algorithm']:.2f}, {seconds['postfilter']:.2f}"
+    return f"{seconds['algorithm']:.2f} in {seconds['cycles']:.0f} cycles, {seconds['postfilter']:.2f}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -69,16 +69,16 @@ def decide(
     are kept only where they keep both. As with rules, a node or victim reprieve does not know
     is not offered (it cannot be checked). Where every node is dropped the answer is empty.
     """
-    # Its own answers' victims on the node it is nominated to: the scheduler may have seen them go.
-    own = frozenset(
-        v.uid for f in in_flight
-        if f.preemptor.uid == preemptor.uid and f.node == preemptor.nominated_node_name for v in f.victims
-    )
+    # Its own answers' victims: the scheduler may have seen them go (eligibility reads those on
+    # the node it is nominated to).
+    preempted_for_it = frozenset(v.uid for f in in_flight if f.preemptor.uid == preemptor.uid for v in f.victims)
     # Not its own earlier answer, nor one for an earlier pod of its name: the API server holds
     # one pod per name, so that one was deleted (policy.view.ClusterView.reservations).
     in_flight = tuple(f for f in in_flight if f.preemptor.key != preemptor.key)
     on_nominated = proposals.get(preemptor.nominated_node_name or "")
-    refusal, why = ineligible(view, preemptor, in_flight, on_nominated.uids if on_nominated is not None else None, own)
+    refusal, why = ineligible(
+        view, preemptor, in_flight, on_nominated.uids if on_nominated is not None else None, preempted_for_it
+    )
     screen = None
     if rules is not None and refusal is Refusal.NONE:
         refusal, why, screen = under_rules(rules, view, preemptor, in_flight, now)

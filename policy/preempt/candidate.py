@@ -39,7 +39,7 @@ def evaluate(request: Request, name: str, swap: bool = False) -> NodeOutcome:
 def _judged(request: Request, name: str, swap: bool) -> NodeOutcome:
     """The node's outcome in three steps: as proposed where reprieve cannot resolve the node or
     the scheduler's victims on it (_unresolved); the scheduler's victims kept where reprieve
-    does not model what may block the pod (_unmodelled_here); else victims of reprieve's own
+    does not model what may block the pod (_unmodelled_outcome); else victims of reprieve's own
     choosing (_selected)."""
     view = request.view
     node = view.nodes.get(name)
@@ -53,7 +53,7 @@ def _judged(request: Request, name: str, swap: bool) -> NodeOutcome:
     proposed = [on_node[uid] for uid in proposal.uids]
     unmodelled = unmodelled_here(view, request.preemptor, node)
     if unmodelled:
-        return _unmodelled_here(request, name, proposed, unmodelled)
+        return _unmodelled_outcome(request, name, proposed, unmodelled)
     return _selected(request, name, node, proposed, swap)
 
 
@@ -89,7 +89,7 @@ def _unresolved(view: ClusterView, name: str, proposal: Proposal, on_node: dict[
     return None
 
 
-def _unmodelled_here(request: Request, name: str, proposed: list[Pod], unmodelled: str) -> NodeOutcome:
+def _unmodelled_outcome(request: Request, name: str, proposed: list[Pod], unmodelled: str) -> NodeOutcome:
     """Where reprieve does not model what may block the pod (``unmodelled``): the scheduler's
     victims kept, or the node dropped if it proposed none or one already goes for another
     answer in flight."""

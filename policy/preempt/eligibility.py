@@ -85,9 +85,10 @@ def _proposal_shows_room(
     Behind: with the pods the scheduler preempted there gone (asked, it has seen them go;
     reprieve's view may show them terminating, marked, or, for the victims of its own answers
     for this preemptor, ``preempted_for_it``, not even that yet, unless the scheduler proposes
-    them again), the pods leaving make room in reprieve's view. The scheduler's victims there (``proposed``: non-empty, each on the node in
-    reprieve's view) make room in its own view, beside whatever it counts that reprieve does
-    not see; the pods leaving free at least as much in every resource the preemptor requests,
+    them again), the pods leaving make room in reprieve's view. The scheduler's victims there
+    (``proposed``: non-empty, each on the node in reprieve's view) make room in its own view,
+    beside whatever it counts that reprieve does not see; the pods leaving free at least as
+    much in every resource the preemptor requests,
     so they make room as surely, if the scheduler still counts them and nothing reprieve does
     not model (policy.preempt.unmodelled) chose its victims. No answer in flight holds room
     there. So the preemptor waits for them, as upstream waits for pods it preempted, rather

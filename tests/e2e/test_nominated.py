@@ -115,7 +115,7 @@ def test_a_preemptor_waits_for_a_pod_a_controller_deleted_once_its_victim_is_gon
     # Seen under churn (bench/churn.py): reprieve answers one victim on n1, counting the room
     # of t, which a controller deleted with a longer grace. The victim goes first; the
     # scheduler retries P (nothing it preempted is left on n1) and asks again, while reprieve's
-    # view (0.5 s late on purpose) still shows the victim. Its own victims there (one 1-cpu
+    # view (2 s late on purpose, longer than the victim takes to go) still shows the victim. Its own victims there (one 1-cpu
     # pod) free no more than t: P waits for t rather than preempt again on n2.
     n1, n2 = scenario.node("n1", cpu="4"), scenario.node("n2", cpu="4")
     for i, name in enumerate(("a", "b", "t", "x")):  # x the youngest: reprieve's victim on n1
@@ -124,10 +124,10 @@ def test_a_preemptor_waits_for_a_pod_a_controller_deleted_once_its_victim_is_gon
     for i in range(4):
         scenario.pod(f"g{i}", cpu="1", node=n2)
     scenario.running_all("a", "b", "t", "x", "g0", "g1", "g2", "g3")
-    scheduler = lagged.scheduler(0.5)  # started (if need be) before t's grace runs
+    scheduler = lagged.scheduler(2.0)  # started (if need be) before t's grace runs
     scenario.kube.delete("Pod", "t", scenario.ns)  # its own grace: 8 s
     scenario.saw("pods", scenario.get("t"))
-    scenario.synced(port=lagged.ports[0.5])  # the lagged reprieve shows t terminating
+    scenario.synced(port=lagged.ports[2.0])  # the lagged reprieve shows t terminating
     mark = len(scenario.plane.log(scheduler))
     scenario.pod("p", cpu="2", priority=1000, scheduler=scheduler)
     assert scenario.running("p", timeout=20) == n1
@@ -135,5 +135,5 @@ def test_a_preemptor_waits_for_a_pod_a_controller_deleted_once_its_victim_is_gon
     assert named_in(lines, scenario.ns, "pod", PREEMPTION_LINE) == ["p"]
     assert named_in(lines, scenario.ns, "victim", DELETION_LINE) == ["x"]
     assert not any(scenario.terminating(f"g{i}") for i in range(4))
-    refusals = [d for d in lagged.decisions(0.5, "preempt", f"{scenario.ns}/p") if d.get("refusal")]
+    refusals = [d for d in lagged.decisions(2.0, "preempt", f"{scenario.ns}/p") if d.get("refusal")]
     assert refusals and "free at least what the scheduler's own victims there would" in refusals[0]["reasons"][0], refusals

@@ -162,3 +162,18 @@ def test_churn_raises_a_failed_call_as_soon_as_it_is_done():
     assert churn._unfinished([done, pending]) == [pending]
     with pytest.raises(RuntimeError, match="403"):
         churn._unfinished([done, failed, pending])
+
+
+def test_burst_sums_the_schedulers_time_over_labels_and_only_postfilter():
+    burst = _load("burst")
+    text = "\n".join([
+        "# HELP scheduler_scheduling_algorithm_duration_seconds [ALPHA] Scheduling algorithm latency in seconds",
+        "scheduler_scheduling_algorithm_duration_seconds_bucket{le=\"0.001\"} 3",
+        "scheduler_scheduling_algorithm_duration_seconds_sum 2.5",
+        "scheduler_scheduling_algorithm_duration_seconds_count 40",
+        'scheduler_framework_extension_point_duration_seconds_sum{extension_point="PostFilter",profile="a",status="Success"} 1.25',
+        'scheduler_framework_extension_point_duration_seconds_sum{extension_point="PostFilter",profile="a",status="Unschedulable"} 0.25',
+        'scheduler_framework_extension_point_duration_seconds_sum{extension_point="PodGroupPostFilter",profile="a",status="Success"} 9',
+        'scheduler_framework_extension_point_duration_seconds_sum{extension_point="Filter",profile="a",status="Success"} 7',
+    ])
+    assert burst.sums(text) == {"algorithm": 2.5, "cycles": 40, "postfilter": 1.5}
