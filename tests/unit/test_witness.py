@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import orjson
 import pytest
 
 from extender.config import Events, Mode, Settings
@@ -15,6 +16,7 @@ from extender import wire
 from extender.state import translate
 from extender.state.source import StaticCluster
 from policy import ranking
+from policy.causes import Refusal
 from policy.model import InFlight
 from policy.preempt import Proposal, decide
 from policy.qos import QoS
@@ -147,6 +149,23 @@ def test_an_empty_answer_forgets_the_earlier_one():
     w.answered(v, preemptor, {}, decide(view=v, preemptor=preemptor, proposals={}))
     w.check(carried_out(v, preemptor, burstable))
     assert recorded.events == [] and len(w) == 0
+
+
+def test_a_pod_told_to_wait_keeps_its_earlier_answers_events():
+    # Answered burstable on n1, the preemptor asks again while guaranteed, deleted by a
+    # controller, is leaving there: it is told to wait (nothing offered), and its earlier
+    # answer is still being carried out. Its Events are still recorded once the view shows it.
+    v, preemptor, burstable, guaranteed = scene()
+    w, recorded, _ = witness()
+    answer(w, v, preemptor, [guaranteed])
+    nominated = dataclasses.replace(preemptor, nominated_node_name="n1")
+    waiting = then(v, nominated, dataclasses.replace(guaranteed, terminating=True))
+    decision = decide(view=waiting, preemptor=nominated, proposals={})
+    assert decision.refusal is Refusal.VICTIMS_TERMINATING
+    w.answered(waiting, nominated, {}, decision)
+    w.check(carried_out(waiting, preemptor, burstable))
+    assert [(e.reason, e.regarding.name) for e in recorded.events] == [("Preempting", "checkout"), ("ChosenForPreemption", "burstable")]
+    assert len(w) == 0
 
 
 def test_the_victim_note_names_budgets_priorities_and_pods_too_small():
@@ -379,6 +398,34 @@ def test_events_false_records_nothing():
         assert not w.enabled
         answer(w, v, preemptor, [guaranteed])
         assert len(w) == 0
+
+
+class Changing(StaticCluster):
+    """A test's view, replaced between requests."""
+
+    def show(self, view) -> None:
+        self._view = view
+
+
+def test_the_preempt_verb_keeps_the_answer_of_a_pod_told_to_wait(example_view):
+    # Answered report-1 on node-a, checkout-0 asks again, nominated there, while report-2
+    # (deleted by a controller) is leaving and reprieve's view does not show report-1 going
+    # yet: told to wait, and its answer stays in flight (report-1 stays its own).
+    body = (ROOT / "examples" / "requests" / "preempt.json").read_bytes()
+    w, recorded, _ = witness()
+    cluster = Changing(example_view)
+    client = create_app(Settings(), cluster=cluster, events=w).test_client()
+    assert client.post("/preempt", data=body).status_code == 200
+    [flight] = w.ledger.in_flight(example_view)
+    assert [v.key for v in flight.victims] == ["batch/report-1"]
+    [report_2] = [p for p in example_view.pods.values() if p.key == "batch/report-2"]
+    later = then(example_view, dataclasses.replace(report_2, terminating=True))
+    cluster.show(later)
+    again = orjson.loads(body)
+    again["Pod"]["status"]["nominatedNodeName"] = "node-a"
+    answered = client.post("/preempt", data=orjson.dumps(again))
+    assert answered.status_code == 200 and not answered.get_json()["NodeNameToMetaVictims"]
+    assert w.ledger.in_flight(later) == (flight,)
 
 
 def test_the_preempt_verb_hands_its_answer_to_the_witness(example_view):

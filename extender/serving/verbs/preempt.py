@@ -49,7 +49,10 @@ def handle(body: bytes, ctx: Context) -> bytes:
             chosen = next(o for o in decision.outcomes if o.node == node)
             shown_at = ctx.view.revision if preemptor.uid in ctx.view.pods else None
             ctx.ledger.record(preemptor, node, chosen.victims, decided_at=ctx.view.revision, shown_at=shown_at)
-        else:  # no node, or no caller: the scheduler asked again and got nothing from reprieve
+        elif decision.refusal is not Refusal.VICTIMS_TERMINATING:
+            # No node, or no caller: the scheduler asked again and got nothing from reprieve. (A
+            # pod told to wait stays nominated, and its earlier answer is still carried out: its
+            # victims there, which reprieve's view may not show going yet, stay its own.)
             ctx.ledger.forget(preemptor)
 
     if gone:
