@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import re
 import signal
 import ssl
@@ -40,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 
 from tests.e2e.burst import SHAPES, Result, Shape, burst, spread  # noqa: E402
-from tests.e2e.controlplane import ControlPlane, StartupError, build_toolchain, kube_version  # noqa: E402
+from tests.e2e.controlplane import ControlPlane, StartupError, build_toolchain, machine  # noqa: E402
 from tests.e2e.scenario import REPRIEVE, STOCK, Scenario  # noqa: E402
 
 LABELS = {STOCK: "stock", REPRIEVE: "reprieve"}
@@ -168,8 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench/burst.py: the control plane could not start: {exc}", file=sys.stderr)
         return 1
     print(f"bench/burst.py --shapes {','.join(shapes)} --repetitions {args.repetitions}")
-    print(f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, kube-scheduler {kube_version()}, "
-          f"{time.strftime('%Y-%m-%d')}, {time.monotonic() - started:.0f} s in all\n")
+    print(machine(started) + "\n")
     print(table(results, spent, shapes))
     return 0
 

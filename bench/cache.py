@@ -853,7 +853,6 @@ def report(args, info, trees, results, traced) -> None:
         values = sorted(v for v in values if v is not None)
         return values[len(values) // 2] if values else None
 
-    rows = []  # (metric, target, per-tree values, lower_is_better, fmt)
     def col(label, key, f=lambda r, v: v):
         return med([f(r, r.get(key)) if r.get(key) is not None else None for r in results[label]])
 

@@ -32,7 +32,6 @@ import contextlib
 import heapq
 import itertools
 import os
-import platform
 import signal
 import statistics
 import sys
@@ -53,7 +52,7 @@ from bench.e2e import cpu_seconds  # noqa: E402
 from extender.apiserver import ApiError  # noqa: E402
 from tests.e2e.burst import CLAIMS, DELETION_LINE, PREEMPTION_LINE, PREEMPTOR, SCHEDULER_LOGS, BindWatch, named_in, read_log  # noqa: E402
 from tests.e2e.client import Kube  # noqa: E402
-from tests.e2e.controlplane import ControlPlane, StartupError, build_toolchain, kube_version  # noqa: E402
+from tests.e2e.controlplane import ControlPlane, StartupError, build_toolchain, machine  # noqa: E402
 from tests.e2e.scenario import REPRIEVE, STOCK, Scenario  # noqa: E402
 
 LABELS = {STOCK: "stock", REPRIEVE: "reprieve"}
@@ -219,8 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench/churn.py: the control plane could not start: {exc}", file=sys.stderr)
         return 1
     print(f"bench/churn.py --minutes {args.minutes:g} --nodes {args.nodes}")
-    print(f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, kube-scheduler {kube_version()}, "
-          f"{time.strftime('%Y-%m-%d %H:%M')}, {time.monotonic() - started:.0f} s in all\n")
+    print(machine(started) + "\n")
     print("| scheduler | high-priority pods bound | seconds create to bind (p50 / p90 / max) | of them preempted | the same, those that preempted | preemptions | victims deleted | 'claims to preempt' | low-priority pods |")
     print("|---|---|---|---|---|---|---|---|---|")
     for result in results:

@@ -61,7 +61,6 @@ import dataclasses
 import json
 import os
 import re
-import platform
 import shutil
 import signal
 import ssl
@@ -82,7 +81,7 @@ import yaml  # noqa: E402
 
 from extender.apiserver import ApiError  # noqa: E402
 from tests.e2e.client import Kube, wait_for  # noqa: E402
-from tests.e2e.controlplane import SCHEDULER_CONFIG, ControlPlane, StartupError, build_toolchain, kube_version  # noqa: E402
+from tests.e2e.controlplane import SCHEDULER_CONFIG, ControlPlane, StartupError, build_toolchain, machine  # noqa: E402
 from tests.ports import free_port  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -705,10 +704,7 @@ def main(argv: list[str] | None = None) -> int:
         f"bench/e2e.py --nodes {args.nodes} --pods {args.pods} --repetitions {args.repetitions} "
         f"--stanzas {','.join(args.stanzas)} --runs {','.join(args.runs)}{' --floors' if args.floors else ''}"
     )
-    print(
-        f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, kube-scheduler {kube_version()}, "
-        f"{time.strftime('%Y-%m-%d %H:%M')}, {time.monotonic() - started:.0f} s in all"
-    )
+    print(machine(started))
     print(table(results))
     for label, summary in profiles.items():
         print(f"\n**py-spy, reprieve's worker, {args.profile_run} run of {label}**\n\n{summary}")

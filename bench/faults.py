@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import re
 import signal
 import statistics
@@ -42,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 
 from tests.e2e.burst import Shape  # noqa: E402
-from tests.e2e.controlplane import ControlPlane, StartupError, build_toolchain, kube_version  # noqa: E402
+from tests.e2e.controlplane import ControlPlane, StartupError, build_toolchain, machine  # noqa: E402
 from tests.e2e.faulted import FAULTS, NONE, STOCK_TOO, Outcome, wave  # noqa: E402
 
 SHORT = Shape(20, 50)
@@ -205,8 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     command = "make bench-faults" if argv is None and sys.argv[1:] == [] else "python bench/faults.py " + " ".join(sys.argv[1:] if argv is None else argv)
     header = (
-        f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, kube-scheduler {kube_version()}, "
-        f"{time.strftime('%Y-%m-%d %H:%M')}, {time.monotonic() - started:.0f} s in all; {args.repetitions} repetition(s), "
+        f"{machine(started)}; {args.repetitions} repetition(s), "
         "one value per repetition in run order:"
     )
     text = table(results, faults)

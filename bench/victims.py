@@ -22,7 +22,7 @@ from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from policy import exact, ranking  # noqa: E402
+from policy import exact  # noqa: E402
 from policy.qos import QoS  # noqa: E402
 from policy.victims import Choosing, VictimSelection, select_victims  # noqa: E402
 from tests.builders import node, pdb, pod, view  # noqa: E402

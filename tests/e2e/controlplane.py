@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import platform
 import shutil
 import signal
 import socket
@@ -42,6 +43,14 @@ class StartupError(RuntimeError):
 def kube_version() -> str:
     """The Kubernetes release the toolchain builds: $KUBE_VERSION, else its DEFAULT_VERSION."""
     return os.environ.get("KUBE_VERSION") or (TOOLCHAIN.parent / "DEFAULT_VERSION").read_text().strip()
+
+
+def machine(started: float) -> str:
+    """A benchmark's line on where and when it ran, and how long since ``started`` (monotonic)."""
+    return (
+        f"{platform.node()}: {os.cpu_count()} cores, Python {platform.python_version()}, kube-scheduler {kube_version()}, "
+        f"{time.strftime('%Y-%m-%d %H:%M')}, {time.monotonic() - started:.0f} s in all"
+    )
 
 
 def build_toolchain() -> Path:
