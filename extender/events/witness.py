@@ -27,7 +27,6 @@ from extender.events.recorder import WARNING, Event, Recorder, Ref
 from extender.state.ledger import Ledger, Progress, progress
 from extender.state.preemptions import UnderWay
 from extender.state.source import ClusterSource
-from policy.causes import Refusal
 from policy.model import InFlight, Pod
 from policy.preempt import PreemptDecision, Proposal
 from policy.view import ClusterView
@@ -68,8 +67,8 @@ class Witness:
         if not self._on or not preemptor.uid:
             return
         if not self._shadow and not decision.answer:
-            if decision.refusal is Refusal.VICTIMS_TERMINATING:
-                return  # it waits on its nominated node: its earlier answer is still carried out
+            if decision.waits:
+                return  # its earlier answer is still being carried out
             self.ledger.drop_events(preemptor.uid)  # the scheduler asked again and got nothing: nothing will happen
             blocked = notes.blocked_note(decision)
             if blocked is not None:  # the policy's guards leave it pending: say so now, nothing else will

@@ -63,6 +63,13 @@ class PreemptDecision:
     order: ranking.Order = ranking.DEFAULT  # the ranking that decided (Events name its criteria)
     now: float | None = None  # the time it was decided at (the work lost is measured at it)
 
+    @property
+    def waits(self) -> bool:
+        """Told to wait for pods leaving the node it is nominated to: it stays nominated there,
+        and an earlier answer of reprieve's for it is still being carried out (the verb keeps
+        it in flight, the Events witness keeps awaiting its Events)."""
+        return self.refusal is Refusal.VICTIMS_TERMINATING
+
 
 # A pod that reprieve's view shows bound for less than this may not be in the scheduler's
 # snapshot yet (taken at the start of its scheduling cycle): reprieve names it only if the

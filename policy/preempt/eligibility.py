@@ -88,10 +88,9 @@ def _proposal_shows_room(
     them again), the pods leaving make room in reprieve's view. The scheduler's victims there
     (``proposed``: non-empty, each on the node in reprieve's view) make room in its own view,
     beside whatever it counts that reprieve does not see; the pods leaving free at least as
-    much in every resource the preemptor requests,
-    so they make room as surely, if the scheduler still counts them and nothing reprieve does
-    not model (policy.preempt.unmodelled) chose its victims. No answer in flight holds room
-    there. So the preemptor waits for them, as upstream waits for pods it preempted, rather
+    much in every resource the preemptor requests, so they make room as surely, if the
+    scheduler still counts them and nothing reprieve does not model
+    (policy.preempt.unmodelled) chose its victims. No answer in flight holds room there. So the preemptor waits for them, as upstream waits for pods it preempted, rather
     than preempt again (seen under churn, bench/churn.py: 1 victim named beside a pod a
     controller deleted went first, and the preemptor then took 1 more elsewhere).
 

@@ -49,10 +49,8 @@ def handle(body: bytes, ctx: Context) -> bytes:
             chosen = next(o for o in decision.outcomes if o.node == node)
             shown_at = ctx.view.revision if preemptor.uid in ctx.view.pods else None
             ctx.ledger.record(preemptor, node, chosen.victims, decided_at=ctx.view.revision, shown_at=shown_at)
-        elif decision.refusal is not Refusal.VICTIMS_TERMINATING:
-            # No node, or no caller: the scheduler asked again and got nothing from reprieve. (A
-            # pod told to wait stays nominated, and its earlier answer is still carried out: its
-            # victims there, which reprieve's view may not show going yet, stay its own.)
+        elif not decision.waits:  # a pod told to wait keeps its answer: its victims stay its own
+            # No node, or no caller: the scheduler asked again and got nothing from reprieve.
             ctx.ledger.forget(preemptor)
 
     if gone:
