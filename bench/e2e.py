@@ -63,7 +63,6 @@ import os
 import re
 import shutil
 import signal
-import ssl
 import statistics
 import subprocess
 import sys
@@ -81,7 +80,7 @@ import yaml  # noqa: E402
 
 from extender.apiserver import ApiError  # noqa: E402
 from tests.e2e.client import Kube, wait_for  # noqa: E402
-from tests.e2e.controlplane import SCHEDULER_CONFIG, ControlPlane, StartupError, build_toolchain, machine  # noqa: E402
+from tests.e2e.controlplane import OPEN_PATHS, SCHEDULER_CONFIG, ControlPlane, StartupError, build_toolchain, machine  # noqa: E402
 from tests.ports import free_port  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -268,18 +267,15 @@ class BenchPlane(ControlPlane):
             *self._component("kube-scheduler", port),
             f"--config={self.bench_scheduler_config(config, scheduler_name)}",
             "-v=2",
-            "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+            OPEN_PATHS,
         ]
         self._spawn("scheduler", args, lambda: self._secure_healthz(port))
         return port
 
     def scheduler_metrics(self, port: int) -> dict[str, float]:
         """Counter and histogram sum/count samples, labels folded where they do not matter here."""
-        ctx = ssl._create_unverified_context()
-        with urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=ctx, timeout=5) as r:
-            text = r.read().decode()
         out: dict[str, float] = collections.defaultdict(float)
-        for line in text.splitlines():
+        for line in self.metrics(port).splitlines():
             if line.startswith("#") or not line.startswith("scheduler_"):
                 continue
             name_labels, _, value = line.rpartition(" ")

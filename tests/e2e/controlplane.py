@@ -53,6 +53,11 @@ def machine(started: float) -> str:
     )
 
 
+# The probes and /metrics unauthenticated: the components listen on loopback only, and the
+# benchmarks read the schedulers' metrics (bench/e2e.py, bench/burst.py).
+OPEN_PATHS = "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"
+
+
 def build_toolchain() -> Path:
     """Build (or reuse) the upstream binaries; fail loudly, never skip."""
     done = subprocess.run(["bash", str(TOOLCHAIN)], capture_output=True, text=True)
@@ -372,11 +377,18 @@ class ControlPlane:
         gates = [f"--feature-gates={feature_gates}"] if feature_gates else []
         self._spawn(
             name,
-            # /metrics unauthenticated (loopback only) for bench/burst.py's time in the scheduler.
-            [*self._component("kube-scheduler", port), f"--config={config}", "-v=4", *gates,
-             "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics"],
+            [*self._component("kube-scheduler", port), f"--config={config}", "-v=4", *gates, OPEN_PATHS],
             lambda: self._secure_healthz(port),
         )
+
+    def metrics(self, port: int) -> str:
+        """The /metrics text of the component serving on ``port`` (OPEN_PATHS; its serving
+        certificate is self-signed)."""
+        import ssl
+        import urllib.request
+
+        with urllib.request.urlopen(f"https://127.0.0.1:{port}/metrics", context=ssl._create_unverified_context(), timeout=5) as r:
+            return r.read().decode()
 
 
 def _run(workdir: Path) -> int:
