@@ -213,7 +213,7 @@ class Floors:
 
     def __call__(self, info: NodeInfo, reservations: Sequence[Pod], *, kept_with_view: bool = True) -> tuple:
         """A lower bound on policy.ranking's key for any victims select_victims may pick on
-        ``info`` (its screen, ``nameable`` and ``at_least`` only make them cost more), or
+        ``info`` (its screen, ``unnameable`` and ``at_least`` only make them cost more), or
         NO_ROOM when even every lower-priority pod gone leaves too little room. ``info`` is a
         node of the view, or (``kept_with_view=False``) one built for this request, whose
         summary is then computed afresh."""

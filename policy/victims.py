@@ -20,8 +20,9 @@ from policy.tenancy import Judgement, Screen
 from policy.view import NodeInfo
 
 
-# Why a live pod the answer may not name stays (see select_victims' ``nameable``).
+# Why a live pod the answer may not name stays (see select_victims' ``unnameable``).
 UNSETTLED = "may be unknown to the scheduler yet"
+ANSWERED = "named in an earlier answer, so the scheduler may have deleted it already"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +72,7 @@ class _Here:
     node: NodeInfo
     reservations: Sequence[Pod]
     protected: dict[str, str]  # pod key -> why it stays
-    nameable: Callable[[Pod], bool] | None
+    unnameable: Callable[[Pod], str] | None
     at_least: Vector | None
     swap: bool
     young: frozenset[str] = frozenset()  # keys of the protected pods inside their minimum runtime
@@ -82,7 +83,7 @@ def select_victims(
     node: NodeInfo,
     choosing: Choosing,
     reservations: Sequence[Pod] = (),
-    nameable: Callable[[Pod], bool] | None = None,
+    unnameable: Callable[[Pod], str] | None = None,
     at_least: Vector | None = None,
     swap: bool = True,
 ) -> VictimSelection | NodeRejected:
@@ -116,9 +117,9 @@ def select_victims(
     attempt with the last resorts is tried, and if every attempt's cheapest set still violates
     one, the node is rejected (Cause.STRICT_BUDGET).
 
-    ``nameable`` says which pods the answer may name (policy.preempt: those the scheduler can
-    resolve). A live pod it refuses stays, like a protected one; a terminating pod it refuses
-    still leaves (its room is freed) but is not named. ``at_least``: the victims named must
+    ``unnameable`` says why the answer may not name a pod, "" where it may (policy.preempt: it
+    names only pods the scheduler can resolve). A live pod it refuses stays, like a protected
+    one; a terminating pod it refuses still leaves (its room is freed) but is not named. ``at_least``: the victims named must
     free at least this much of every resource the preemptor requests (the scheduler's own
     victims, when its proposal shows it sees less room than reprieve).
 
@@ -136,8 +137,8 @@ def select_victims(
     lower = [p for p in node.pods if p.priority < preemptor.priority]
     if not lower:
         return NodeRejected(node.name, f"no pod has priority below {preemptor.priority}", Cause.NO_LOWER_PRIORITY)
-    protected, last_resort, young = _screened(lower, choosing, nameable)
-    here = _Here(node, reservations, protected, nameable, at_least, swap, young)
+    protected, last_resort, young = _screened(lower, choosing, unnameable)
+    here = _Here(node, reservations, protected, unnameable, at_least, swap, young)
     candidates = [p for p in lower if p.key not in protected]
     shunned = {p.uid for p in last_resort}
     attempts = [([p for p in candidates if p.uid not in shunned], ())]
@@ -155,7 +156,7 @@ def select_victims(
     if violating is not None and (not isinstance(result, VictimSelection) or _strict_violations(result).count):
         if not swap and len(candidates) > exact.EXACT_LIMIT:
             # Before giving up a large node, the swap pass its greedy orders skipped may keep them.
-            return select_victims(node=node, choosing=choosing, reservations=reservations, nameable=nameable,
+            return select_victims(node=node, choosing=choosing, reservations=reservations, unnameable=unnameable,
                                   at_least=at_least, swap=True)
         return _breaks_strict(here, violating, len(candidates))
     if isinstance(result, NodeRejected) and not candidates:
@@ -186,7 +187,7 @@ def _breaks_strict(here: _Here, violating: VictimSelection, candidates: int) -> 
 
 
 def _screened(
-    lower: Sequence[Pod], choosing: Choosing, nameable: Callable[[Pod], bool] | None
+    lower: Sequence[Pod], choosing: Choosing, unnameable: Callable[[Pod], str] | None
 ) -> tuple[dict[str, str], list[Pod], frozenset[str]]:
     """The lower-priority pods that stay whatever (key -> why: the answer may not name them,
     they are inside their minimum runtime, or the rules protect them), those the rules make a
@@ -194,10 +195,10 @@ def _screened(
     protected: dict[str, str] = {}
     last_resort: list[Pod] = []
     screen, inside = choosing.screen, choosing.inside
-    if nameable is not None:
+    if unnameable is not None:
         for pod in lower:
-            if not pod.terminating and not nameable(pod):
-                protected[pod.key] = UNSETTLED
+            if not pod.terminating and (why := unnameable(pod)):
+                protected[pod.key] = why
     young = set()
     if inside is not None:
         for pod in lower:
@@ -230,7 +231,7 @@ def _attempt(
     # Step 3, and again with the pods of a queue that would fall below its share spared first.
     live = most_important_first(p for p in candidates if not p.terminating)
     # Terminating pods leave anyway; the answer names only those the scheduler can resolve.
-    leaving = [p for p in candidates if p.terminating and (here.nameable is None or here.nameable(p))]
+    leaving = [p for p in candidates if p.terminating and (here.unnameable is None or not here.unnameable(p))]
     if here.at_least is not None:
         room = _freeing_at_least(here, room, checked, (*live, *leaving))
         if isinstance(room, NodeRejected):

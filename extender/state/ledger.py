@@ -120,9 +120,13 @@ class Ledger:
         if not preemptor.uid:
             return  # the scheduler always sends one; without it there is nothing to match
         with self._lock:
-            # A newer answer replaces the older (Events awaited for it stay the witness's to drop).
+            # A newer answer replaces the older (Events awaited for it stay the witness's to drop),
+            # and remembers the older one's victims: the scheduler may have deleted them.
             entry = self._answers.get(preemptor.uid) or _Entry(0.0, None)
-            flight = InFlight(preemptor, node, victims)
+            earlier = frozenset()
+            if entry.flight is not None:
+                earlier = entry.flight.earlier | {v.uid for v in entry.flight.victims}
+            flight = InFlight(preemptor, node, victims, earlier)
             self._answers[preemptor.uid] = entry._replace(
                 since=self._clock(), flight=flight, decided_at=decided_at, shown_at=shown_at, settled_at=None
             )

@@ -72,6 +72,9 @@ def decide(
     # Its own answers' victims: the scheduler may have seen them go (eligibility reads those on
     # the node it is nominated to).
     preempted_for_it = frozenset(v.uid for f in in_flight if f.preemptor.uid == preemptor.uid for v in f.victims)
+    # Every victim reprieve has named and may still be in flight: the scheduler may have deleted
+    # it while the view shows it running (candidate._unnameable).
+    answered = frozenset().union(*(f.earlier for f in in_flight), (v.uid for f in in_flight for v in f.victims))
     # Not its own earlier answer, nor one for an earlier pod of its name: the API server holds
     # one pod per name, so that one was deleted (policy.view.ClusterView.reservations).
     in_flight = tuple(f for f in in_flight if f.preemptor.key != preemptor.key)
@@ -108,6 +111,7 @@ def decide(
             stake_of=stake_of, now=now,
         ),
         guarded=guards is not None,
+        answered=answered,
     )
     outcomes = outcomes_by_node(request)
     answer, reasons = offer(request, outcomes)

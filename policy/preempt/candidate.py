@@ -18,7 +18,7 @@ from policy.preempt.held import (
 from policy.preempt.request import Request
 from policy.preempt.unmodelled import unmodelled_here
 from policy.resources import Vector
-from policy.victims import NodeRejected, VictimSelection, select_victims
+from policy.victims import ANSWERED, UNSETTLED, NodeRejected, VictimSelection, select_victims
 from policy.view import ClusterView, NodeInfo, known_to_scheduler
 
 
@@ -147,7 +147,7 @@ def _selection(
     request: Request, here: Here, as_proposed: list[Pod], proposed: list[Pod], swap: bool
 ) -> tuple[VictimSelection | NodeRejected, Vector | None]:
     """policy.victims' selection on the node as ``here`` leaves it, naming only pods the
-    scheduler can resolve (_nameable), and the least its victims must free (None: no floor).
+    scheduler can resolve (_unnameable), and the least its victims must free (None: no floor).
     The floor is what the scheduler's victims free where its proposal shows it sees less room
     (scheduler_sees_less), where it has moved past a holder (set aside), or where evicting no
     one would count on room its own preemptions free; where pods it may have assumed here are
@@ -162,8 +162,8 @@ def _selection(
     if at_least is None:
         at_least = assumed_floor(request.view, node, preemptor, reservations, proposed, promised)
         bounded = _bounded(at_least, freed(proposed, promised))
-    nameable = _nameable({p.uid for p in proposed if p.uid not in promised}, request.now)
-    selection = _select(request, here, nameable, at_least, swap)
+    unnameable = _unnameable({p.uid for p in proposed if p.uid not in promised}, request.answered, request.now)
+    selection = _select(request, here, unnameable, at_least, swap)
     if bounded and isinstance(selection, VictimSelection):
         selection = dataclasses.replace(selection, reasons=(*selection.reasons, bounded))
     if (
@@ -174,7 +174,7 @@ def _selection(
         # pods (and may have seen them go, and something else take their room); its victims are
         # the floor, as where the proposal shows it sees less room.
         at_least = freed(proposed, promised)
-        selection = _select(request, here, nameable, at_least, swap)
+        selection = _select(request, here, unnameable, at_least, swap)
     return selection, at_least
 
 
@@ -190,11 +190,11 @@ def _bounded(floor: Vector | None, full: Vector) -> str:
 
 
 def _select(
-    request: Request, here: Here, nameable: Callable[[Pod], bool], at_least: Vector | None, swap: bool
+    request: Request, here: Here, unnameable: Callable[[Pod], str], at_least: Vector | None, swap: bool
 ) -> VictimSelection | NodeRejected:
     """policy.victims.select_victims on the node as ``here`` leaves it: the one call."""
     return select_victims(
-        node=here.node, choosing=request.choosing, reservations=here.reservations, nameable=nameable,
+        node=here.node, choosing=request.choosing, reservations=here.reservations, unnameable=unnameable,
         at_least=at_least, swap=swap,
     )
 
@@ -335,19 +335,27 @@ def _priced(
     return request.order.cost(victims, facts), homeless
 
 
-def _nameable(proposed: set[str], now: float | None) -> Callable[[Pod], bool]:
-    """Pods an answer may name: the scheduler must find each on the node in the snapshot of
-    its current cycle, or it rejects the whole answer."""
+def _unnameable(proposed: set[str], answered: frozenset[str], now: float | None) -> Callable[[Pod], str]:
+    """Why an answer may not name a pod ("" where it may): the scheduler must find each pod it
+    names on the node in the snapshot of its current cycle, or it rejects the whole answer. A
+    pod it proposes is there; one it does not may be gone from it or not in it yet."""
     settled = None if now is None else now - SETTLE_SECONDS
 
-    def nameable(pod: Pod) -> bool:
+    def unnameable(pod: Pod) -> str:
         if pod.uid in proposed:
-            return True
+            return ""
         if pod.terminating:
-            return False  # may be gone from the scheduler's snapshot; leaving anyway
-        return settled is None or pod.bound_at is None or pod.bound_at <= settled
+            return "terminating"  # may be gone from the scheduler's snapshot; leaving anyway
+        if pod.uid in answered:
+            # A victim of an earlier answer (the preemptor's own, one the proposal shows the
+            # scheduler moved past, a lower-priority one's): the scheduler may have deleted it
+            # and dropped it from its snapshot while the view, behind, shows it running.
+            return ANSWERED
+        if settled is not None and pod.bound_at is not None and pod.bound_at > settled:
+            return UNSETTLED
+        return ""
 
-    return nameable
+    return unnameable
 
 
 def _bound_elsewhere(view: ClusterView, uid: str, name: str) -> bool:

@@ -23,7 +23,7 @@ class Request:
     proposals: Mapping[str, Proposal]  # the scheduler's, by candidate node
     in_flight: tuple[InFlight, ...]  # earlier answers, none of them the preemptor's own
     screen: tenancy.Screen | None  # the rules' judgement of each victim; None without rules
-    now: float | None  # seconds since the epoch (policy.preempt.candidate._nameable)
+    now: float | None  # seconds since the epoch (policy.preempt.candidate._unnameable)
     order: ranking.Order  # ranks victim sets and nodes
     exhaustive: bool  # every candidate solved, no lower bounds (policy.preempt.search)
     # The gangs and budgets as answers in flight leave them: their victims still run in the
@@ -34,4 +34,7 @@ class Request:
     stake_of: StakeOf  # what evicting a pod costs its Job, as answers in flight leave the budgets
     homes: homes.Homes  # homes.of(view)
     choosing: victims.Choosing  # what policy.victims needs of it, the same for every node
+    # Victims of every answer in flight, the preemptor's own and those set aside included: named
+    # again only where the scheduler proposes them (policy.preempt.candidate._unnameable).
+    answered: frozenset[str] = frozenset()
     guarded: bool = False  # the policy's guards are on (policy.guards: choosing holds their judgements)

@@ -72,13 +72,15 @@ def test_floor_is_at_most_the_cost_criterion_by_criterion(
     info = v.nodes["n1"]
     reservations = v.reservations("n1", pod=preemptor)
     floor = bounds.floor(v, info, preemptor, reservations, order, homes.of(v), now=NOW)
-    # Pods the answer may not name stay, as select_victims' ``nameable`` makes them.
+    # Pods the answer may not name stay, as select_victims' ``unnameable`` makes them.
     names = {f"p{i}" for i in unsettled}
     choosing = Choosing(
         preemptor, v.budgets_covering, gang_of=v.gang_of, order=order, homes=homes.of(v), app_of=v.app_of, stake_of=v.stake_of,
         now=NOW,
     )
-    selection = select_victims(node=info, choosing=choosing, reservations=reservations, nameable=lambda p: p.name not in names)
+    selection = select_victims(
+        node=info, choosing=choosing, reservations=reservations, unnameable=lambda p: "unsettled" if p.name in names else ""
+    )
     if not isinstance(selection, VictimSelection):
         return
     assert floor is not bounds.NO_ROOM

@@ -32,6 +32,10 @@ def scene():
     return view([node("n1", cpu=6)], [*running, *pending]), pending
 
 
+def uids(v, *keys):
+    return tuple(next(p.uid for p in v.pods.values() if p.key == key) for key in keys)
+
+
 def ask(ledger, v, preemptor, standings=None, proposed=None):
     """One preempt decision on n1, recorded in ``ledger`` as the verb records it. The scheduler
     proposes ``proposed`` (default: what kube-scheduler would, holding the room of the answers
@@ -67,6 +71,19 @@ def test_without_the_record_the_second_pod_would_preempt_too():
     v, (first, second) = scene()
     assert ask(Ledger(), v, first, Standings(RULES)).answer
     assert ask(Ledger(), v, second, Standings(RULES)).answer  # a fresh memory: the race the record closes
+
+
+def test_a_preemptor_asking_again_gets_none_of_its_earlier_victims_the_scheduler_does_not_propose():
+    # The scheduler may have deleted each earlier answer's victims while the view, behind,
+    # shows them running: a new answer names them only where proposed. The record keeps every
+    # earlier answer's victims, not only the last one's.
+    v, (first, _) = scene()
+    ledger = Ledger()
+    named = []
+    for _ in range(3):
+        decision = ask(ledger, v, first, proposed=uids(v, "test/t0"))
+        named.append([p.key for p in decision.outcomes[0].victims])
+    assert named == [["test/t2"], ["test/t1"], ["test/t0"]]
 
 
 def test_records_expire_and_clear_once_the_view_shows_them():

@@ -68,6 +68,48 @@ def test_a_proposal_that_shows_the_scheduler_moved_past_its_own_answer_sets_its_
     assert decision.outcomes[0].cause is Cause.SCHEDULER_NEWER
 
 
+def test_an_answer_never_names_its_own_earlier_victim_the_scheduler_does_not_propose():
+    # B was answered f3 on n1. The scheduler deleted f3 and dropped it from its snapshot, then
+    # another pod took the room before B's turn: B asks again, proposing f2. reprieve's view,
+    # behind, still shows f3 running; naming it (the youngest) would have the scheduler reject
+    # the whole answer ("claims to preempt"), as the lagged bursts of tests/e2e showed.
+    fillers = burst_node()
+    b = pod("b", cpu=8, priority=1000)
+    v = view([node("n1", cpu=32)], [*fillers, b])
+    decision = decide(
+        view=v, preemptor=b, proposals={"n1": Proposal(uids(fillers[2]), 0)}, in_flight=[InFlight(b, "n1", (fillers[3],))]
+    )
+    assert decision.answer == {"n1": Proposal(uids(fillers[2]), 0)}
+    assert any("f3 (named in an earlier answer" in r for r in decision.outcomes[0].reasons)
+
+
+def set_aside_with_its_victim_unproposed():
+    """n1 (32 cpu, 4 free) runs f0 and f1 (8 cpu each), f2, g and f3 (4 each, f3 the youngest).
+    A (8 cpu) was answered f3 and the view shows nothing yet. In the scheduler's view A has
+    gone elsewhere, f3 is deleted, and a 4-cpu pod reprieve has not seen is bound here: it
+    proposes B (8 cpu) f2, which makes room only without A's hold."""
+    pods = [
+        pod("f0", node="n1", cpu=8, start=0), pod("f1", node="n1", cpu=8, start=1),
+        pod("f2", node="n1", cpu=4, start=2), pod("g", node="n1", cpu=4, start=2), pod("f3", node="n1", cpu=4, start=3),
+    ]
+    a, b = pod("a", cpu=8, priority=1000), pod("b", cpu=8, priority=1000)
+    v = view([node("n1", cpu=32)], [*pods, a, b])
+    named = {p.name: p for p in pods}
+    return v, b, [InFlight(a, "n1", (named["f3"],))], named
+
+
+def test_a_set_aside_answers_victim_is_named_again_only_where_proposed():
+    v, b, in_flight, p = set_aside_with_its_victim_unproposed()
+    decision = decide(view=v, preemptor=b, proposals={"n1": Proposal(uids(p["f2"]), 0)}, in_flight=in_flight)
+    outcome = decision.outcomes[0]
+    assert outcome.cause is Cause.SCHEDULER_NEWER  # A's room set aside, and f3 with it
+    assert p["f3"].uid not in decision.answer["n1"].uids
+    assert decision.answer["n1"].uids in (uids(p["f2"]), uids(p["g"]))
+    # Proposed, it is in the scheduler's snapshot: named (the youngest) as before.
+    proposed = decide(view=v, preemptor=b, proposals={"n1": Proposal(uids(p["f3"]), 0)}, in_flight=in_flight)
+    assert proposed.answer == {"n1": Proposal(uids(p["f3"]), 0)}
+
+
 def test_without_the_record_the_victim_would_be_promised_twice():
     fillers = burst_node()
     a, b = pod("a", cpu=8, priority=1000), pod("b", cpu=8, priority=1000)
