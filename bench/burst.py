@@ -1,6 +1,6 @@
 """Bursts of preemptions through a real kube-scheduler, reprieve's and stock side by side (issue 9).
 
-    python bench/burst.py [--shapes 20x50,5x10] [--repetitions 3]
+    python bench/burst.py [--shapes 20x50,5x10] [--repetitions 3] [--noop]
 
 Starts the end-to-end control plane (tests/e2e/controlplane.py: etcd, kube-apiserver,
 kube-controller-manager, reprieve on 127.0.0.1:8888 without a policy, ``reprieve-scheduler``
@@ -13,6 +13,9 @@ counted and how is in tests/e2e/burst.py; beside it, each burst's seconds the sc
 its scheduling algorithm (TIMED: filter, score and PostFilter, the extender's verbs included)
 and its cycles, and of them in PostFilter (preemption, the extender's preempt included), read
 from its /metrics before and after. Prints a Markdown table and the ratio of reprieve's median time to stock's, per shape.
+``--noop`` adds a third kube-scheduler with the shipped stanza pointed at the do-nothing
+extender (bench/noop_extender.py: filter passes every node, preempt answers the scheduler's own
+proposal): the floor of any Python extender on the same wave.
 Stops the control plane when done, also on error or ^C.
 
 Needs the toolchain (built on first use, ~6 min cold) and port 8888 free.
@@ -39,8 +42,10 @@ os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get
 from tests.e2e.burst import SHAPES, Result, Shape, burst, spread  # noqa: E402
 from tests.e2e.controlplane import ControlPlane, StartupError, build_toolchain, machine  # noqa: E402
 from tests.e2e.scenario import REPRIEVE, STOCK, Scenario  # noqa: E402
+from tests.ports import free_port  # noqa: E402
 
-LABELS = {STOCK: "stock", REPRIEVE: "reprieve"}
+NOOP = "noop-scheduler"  # --noop's scheduler, its process and its schedulerName
+LABELS = {STOCK: "stock", REPRIEVE: "reprieve", NOOP: "do-nothing extender"}
 
 
 def shape_of(key: str) -> Shape:
@@ -69,34 +74,48 @@ def sums(metrics: str) -> dict[str, float]:
     }
 
 
-def scheduler_seconds(plane: ControlPlane, scheduler: str) -> dict[str, float]:
-    """TIMED's sums now."""
-    return sums(plane.metrics(plane.ports[SCHEDULER_PORTS[scheduler]]))
+def scheduler_seconds(plane: ControlPlane, port: int) -> dict[str, float]:
+    """TIMED's sums now, from the scheduler serving its /metrics on ``port``."""
+    return sums(plane.metrics(port))
+
+
+def start_noop(plane: ControlPlane) -> int:
+    """The do-nothing extender and NOOP's scheduler; the scheduler's /metrics port."""
+    extender, port = free_port(), free_port()
+    plane.start_extender("noop-extender", [sys.executable, str(ROOT / "bench" / "noop_extender.py")], extender)
+    plane.start_scheduler(NOOP, plane.scheduler_config(NOOP, extender), port)
+    return port
 
 
 Runs = dict[tuple[str, str], list[Result]]
 Spent = dict[tuple[str, str], list[dict[str, float]]]
 
 
-def run(shapes: list[str], repetitions: int, timeout: float) -> tuple[Runs, Spent]:
-    """Each shape through each scheduler, ``repetitions`` times: the results, and the
-    scheduler's own seconds in each burst (TIMED)."""
+def run(shapes: list[str], repetitions: int, timeout: float, noop: bool = False) -> tuple[Runs, Spent]:
+    """Each shape through each scheduler (``noop``: NOOP's too), ``repetitions`` times, in an
+    order rotated by one each repetition: the results, and the scheduler's own seconds in each
+    burst (TIMED)."""
     results: Runs = {}
     spent: Spent = {}
     with tempfile.TemporaryDirectory(prefix="reprieve-bench-burst-") as work:
         plane = ControlPlane(Path(work), build_toolchain()).start()
         try:
+            metrics = {s: plane.ports[p] for s, p in SCHEDULER_PORTS.items()}
+            if noop:
+                metrics[NOOP] = start_noop(plane)
+            schedulers = list(metrics)
             for rep in range(repetitions):
                 for key in shapes:
-                    order = (STOCK, REPRIEVE) if rep % 2 == 0 else (REPRIEVE, STOCK)
+                    order = schedulers[rep % len(schedulers):] + schedulers[:rep % len(schedulers)]
                     for scheduler in order:
                         scenario = Scenario(plane, f"burst-{uuid.uuid4().hex[:8]}")
+                        log = NOOP if scheduler == NOOP else None
                         try:
-                            before = scheduler_seconds(plane, scheduler)
-                            result = burst(scenario, shape_of(key), scheduler, timeout=timeout)
+                            before = scheduler_seconds(plane, metrics[scheduler])
+                            result = burst(scenario, shape_of(key), scheduler, log=log, timeout=timeout)
                         finally:
                             scenario.cleanup()
-                        after = scheduler_seconds(plane, scheduler)
+                        after = scheduler_seconds(plane, metrics[scheduler])
                         spent.setdefault((key, scheduler), []).append({k: after[k] - before[k] for k in TIMED})
                         results.setdefault((key, scheduler), []).append(result)
                         print(f"  [{rep + 1}/{repetitions}] {result.summary()}; scheduler's seconds {spent[key, scheduler][-1]}", file=sys.stderr, flush=True)
@@ -113,8 +132,10 @@ def table(results: Runs, spent: Spent, shapes: list[str]) -> str:
     ratios = []
     for key in shapes:
         medians = {}
-        for scheduler in (STOCK, REPRIEVE):
+        for scheduler in LABELS:
             runs = results.get((key, scheduler), [])
+            if not runs:
+                continue
             times = [r.seconds for r in runs if r.seconds is not None]
             timed_out = len(runs) - len(times)
             seconds = spread(times) + (f" ({timed_out} timed out)" if timed_out else "")
@@ -129,10 +150,14 @@ def table(results: Runs, spent: Spent, shapes: list[str]) -> str:
                 f"| {each('distinct_victims')} | {each('named_again')} | {each('preempted_again')} | {each('claims')} | {each('pending')} "
                 f"| {'; '.join(_spent(t) for t in spent.get((key, scheduler), []))} |"
             )
-        if len(medians) == 2:
-            ratios.append(f"{shape_of(key).name}: reprieve / stock median time = {medians[REPRIEVE] / medians[STOCK]:.2f}")
-        else:
-            ratios.append(f"{shape_of(key).name}: no ratio (a run timed out)")
+        for scheduler in (REPRIEVE, NOOP):
+            if (key, scheduler) not in results:
+                continue
+            if scheduler in medians and STOCK in medians:
+                ratio = f"{medians[scheduler] / medians[STOCK]:.2f}"
+            else:
+                ratio = "none (a run timed out)"
+            ratios.append(f"{shape_of(key).name}: {LABELS[scheduler]} / stock median time = {ratio}")
     return "\n".join(rows) + "\n\nCounts are per run, in run order. " + "; ".join(ratios) + "."
 
 
@@ -148,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=60, help="seconds a burst may take before it gives up")
+    parser.add_argument("--noop", action="store_true", help="also through a scheduler whose extender does nothing")
     args = parser.parse_args(argv)
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
     unknown = [s for s in shapes if not re.fullmatch(r"[1-9][0-9]*x[1-9][0-9]*", s)]
@@ -157,11 +183,11 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     started = time.monotonic()
     try:
-        results, spent = run(shapes, args.repetitions, args.timeout)
+        results, spent = run(shapes, args.repetitions, args.timeout, args.noop)
     except StartupError as exc:
         print(f"bench/burst.py: the control plane could not start: {exc}", file=sys.stderr)
         return 1
-    print(f"bench/burst.py --shapes {','.join(shapes)} --repetitions {args.repetitions}")
+    print(f"bench/burst.py --shapes {','.join(shapes)} --repetitions {args.repetitions}{' --noop' if args.noop else ''}")
     print(machine(started) + "\n")
     print(table(results, spent, shapes))
     return 0

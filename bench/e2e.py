@@ -215,11 +215,7 @@ class BenchPlane(ControlPlane):
                 noops["noop-go"] = [str(self.noop_go)]
             for name, command in noops.items():
                 port = self.extender_ports[name] = free_port()
-                self._spawn(
-                    name,
-                    [*command, "--bind", f"127.0.0.1:{port}"],
-                    lambda port=port: urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).status == 200,
-                )
+                self.start_extender(name, command, port)
         except BaseException:
             self.stop()
             raise

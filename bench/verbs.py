@@ -41,7 +41,7 @@ sys.path.insert(0, os.environ.get("REPRIEVE_TREE", str(HERE.parent.parent)))
 
 import orjson  # noqa: E402
 
-from extender.config import Settings  # noqa: E402
+from extender.config import Mode, Settings  # noqa: E402
 from extender.policy_file import parse as parse_policy  # noqa: E402
 from extender.serving.app import create_app  # noqa: E402
 from extender.state.snapshot import from_documents  # noqa: E402
@@ -225,7 +225,11 @@ def measure(args: argparse.Namespace) -> dict:
         }
     )
     rules = getattr(rules, "rules", rules)  # a Policy since the ranking's order (a Rules before: --baseline)
-    with_policy = create_app(Settings(), cluster=StaticCluster(view), rules=rules).test_client()
+    # The preempt rows ask about one preemptor again and again, through apps in shadow mode: they
+    # decide as enforce mode does and record no answer (in enforce mode each answer would be in
+    # flight for the next request, its victims not named again: another decision each time).
+    deciding = create_app(Settings(mode=Mode.SHADOW), cluster=StaticCluster(view)).test_client()
+    with_policy = create_app(Settings(mode=Mode.SHADOW), cluster=StaticCluster(view), rules=rules).test_client()
 
     requests = [("filter", f"filter ({len(names)} names)", filter_body, client)]
     requests.append(("prioritize", f"prioritize ({len(names)} names)", filter_body, client))
@@ -239,9 +243,9 @@ def measure(args: argparse.Namespace) -> dict:
     fresh = range(5 + args.rounds)
     requests.append(("prioritize", f"prioritize ({len(names)} names, a new pod shape each time)",
                      [orjson.dumps({"Pod": preemptor(f"{2000 + i}m"), "Nodes": None, "NodeNames": names}) for i in fresh], client))
-    requests.append(("preempt", f"preempt ({len(meta)} candidates x 3 victims)", preempt_body, client))
+    requests.append(("preempt", f"preempt ({len(meta)} candidates x 3 victims)", preempt_body, deciding))
     requests.append(("preempt", "preempt (new requests each time, same priority)",
-                     [orjson.dumps({"Pod": preemptor(f"{24000 + i}m"), "NodeNameToVictims": None, "NodeNameToMetaVictims": meta}) for i in fresh], client))
+                     [orjson.dumps({"Pod": preemptor(f"{24000 + i}m"), "NodeNameToVictims": None, "NodeNameToMetaVictims": meta}) for i in fresh], deciding))
     requests.append(("preempt", "preempt --policy", preempt_body, with_policy))
     rows = {}
     for verb, label, body, app in requests:

@@ -93,10 +93,6 @@ class InFlight:
     preemptor: Pod
     node: str
     victims: tuple[Pod, ...]
-    # UIDs of the victims of the preemptor's earlier answers this one replaced (the scheduler
-    # asked again): it may have deleted them already (policy.preempt names them only where
-    # proposed).
-    earlier: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

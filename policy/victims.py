@@ -405,10 +405,11 @@ def _no_room(here: _Here, short: str) -> NodeRejected:
 
 
 def _cause(protected: dict[str, str], young: frozenset[str]) -> Cause:
-    """Only kept because the scheduler may not know them (when any is: policy.preempt then
-    weighs the scheduler's own victims, _no_room_here, which checks the rules and guards
-    itself), protected by the multi-tenant rules, or inside a minimum runtime."""
-    if UNSETTLED in protected.values():
+    """Only kept because the answer may not name them (the scheduler may not know them yet, or
+    may have deleted them already; when any is: policy.preempt then weighs the scheduler's own
+    victims, _no_room_here, which checks the rules and guards itself), protected by the
+    multi-tenant rules, or inside a minimum runtime."""
+    if any(why in (UNSETTLED, ANSWERED) for why in protected.values()):
         return Cause.DOES_NOT_FIT
     if any(key not in young for key in protected):
         return Cause.PROTECTED

@@ -66,6 +66,7 @@ class Ledger:
         # reader's only (with one order, an answer recorded again reordered the Events too).
         self._flights: OrderedDict[str, None] = OrderedDict()  # the verbs': ``flight`` not None
         self._awaited: OrderedDict[str, None] = OrderedDict()  # the witness's: ``events`` not None
+        self._named: dict[str, float] = {}  # victim UID -> when its answer was given (``named``)
 
     def in_flight(self, view: ClusterView, *, asking: Pod | None = None) -> tuple[InFlight, ...]:
         """Answers ``view`` does not show settled and that have not expired.
@@ -120,13 +121,11 @@ class Ledger:
         if not preemptor.uid:
             return  # the scheduler always sends one; without it there is nothing to match
         with self._lock:
-            # A newer answer replaces the older (Events awaited for it stay the witness's to drop),
-            # and remembers the older one's victims: the scheduler may have deleted them.
+            # A newer answer replaces the older (Events awaited for it stay the witness's to drop).
             entry = self._answers.get(preemptor.uid) or _Entry(0.0, None)
-            earlier = frozenset()
             if entry.flight is not None:
-                earlier = entry.flight.earlier | {v.uid for v in entry.flight.victims}
-            flight = InFlight(preemptor, node, victims, earlier)
+                self._remember(entry)
+            flight = InFlight(preemptor, node, victims)
             self._answers[preemptor.uid] = entry._replace(
                 since=self._clock(), flight=flight, decided_at=decided_at, shown_at=shown_at, settled_at=None
             )
@@ -134,6 +133,18 @@ class Ledger:
             self._flights[preemptor.uid] = None
             # settled answers go first, then the oldest
             self._bound(self._flights, self._let_go, first=lambda e: e.settled_at is not None)
+
+    def named(self) -> frozenset[str]:
+        """The victims of answers no longer in flight (replaced by a newer answer for their
+        preemptor, void, let go) given in the last IN_FLIGHT_SECONDS: the scheduler may have
+        deleted them while the view, behind, shows them running, so an answer names them only
+        where the scheduler proposes them (policy.preempt)."""
+        now = self._clock()
+        with self._lock:
+            stale = [uid for uid, since in self._named.items() if now - since > IN_FLIGHT_SECONDS]
+            for uid in stale:
+                del self._named[uid]
+            return frozenset(self._named)
 
     def forget(self, preemptor: Pod) -> None:
         """The scheduler asked again and got no node: an earlier answer for it is void."""
@@ -184,11 +195,20 @@ class Ledger:
 
     def _let_go(self, uid: str, entry: _Entry) -> None:
         """The verbs hold the answer no longer; the entry goes unless Events are awaited."""
+        self._remember(entry)
         del self._flights[uid]
         if entry.events is None:
             del self._answers[uid]
         else:
             self._answers[uid] = entry._replace(flight=None)
+
+    def _remember(self, entry: _Entry) -> None:
+        """``named`` keeps the victims of an answer the verbs hold no longer, from when it was
+        given (one given over IN_FLIGHT_SECONDS ago is dropped at the next ``named``)."""
+        for victim in entry.flight.victims:
+            self._named[victim.uid] = max(entry.since, self._named.get(victim.uid, entry.since))
+        while len(self._named) > MAX_IN_FLIGHT:
+            del self._named[next(iter(self._named))]
 
     def _drop_events(self, uid: str, entry: _Entry) -> None:
         del self._awaited[uid]

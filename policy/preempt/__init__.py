@@ -32,6 +32,7 @@ def decide(
     proposals: Mapping[str, Proposal],
     rules: Rules | Standing | None = None,
     in_flight: Sequence[InFlight] = (),
+    named: frozenset[str] = frozenset(),
     now: float | None = None,
     exhaustive: bool = False,
     order: ranking.Order = ranking.DEFAULT,
@@ -50,7 +51,9 @@ def decide(
     reprieve (one of its victims could stay in reprieve's view), reprieve's victims free at
     least as much as the scheduler's; and reprieve names only pods the scheduler can resolve
     (no terminating pod and no pod bound less than SETTLE_SECONDS before ``now`` unless the
-    scheduler proposed it). If the preemptor has constraints reprieve does not model
+    scheduler proposed it; nor, unless proposed, a victim of an answer in flight, the
+    preemptor's own earlier one included, or one of ``named``: victims of reprieve's answers no
+    longer in flight given lately, which the scheduler may have deleted). If the preemptor has constraints reprieve does not model
     (policy.model), or a pod on the node has required anti-affinity that may be what blocks
     the preemptor, the scheduler's own victims are kept for that node and only their
     PodDisruptionBudget violations recounted (and the node dropped if the rules protect one).
@@ -72,9 +75,9 @@ def decide(
     # Its own answers' victims: the scheduler may have seen them go (eligibility reads those on
     # the node it is nominated to).
     preempted_for_it = frozenset(v.uid for f in in_flight if f.preemptor.uid == preemptor.uid for v in f.victims)
-    # Every victim reprieve has named and may still be in flight: the scheduler may have deleted
-    # it while the view shows it running (candidate._unnameable).
-    answered = frozenset().union(*(f.earlier for f in in_flight), (v.uid for f in in_flight for v in f.victims))
+    # Every victim reprieve has named lately: the scheduler may have deleted it while the view
+    # shows it running (candidate._unnameable).
+    answered = named.union(v.uid for f in in_flight for v in f.victims)
     # Not its own earlier answer, nor one for an earlier pod of its name: the API server holds
     # one pod per name, so that one was deleted (policy.view.ClusterView.reservations).
     in_flight = tuple(f for f in in_flight if f.preemptor.key != preemptor.key)

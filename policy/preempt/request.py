@@ -34,7 +34,8 @@ class Request:
     stake_of: StakeOf  # what evicting a pod costs its Job, as answers in flight leave the budgets
     homes: homes.Homes  # homes.of(view)
     choosing: victims.Choosing  # what policy.victims needs of it, the same for every node
-    # Victims of every answer in flight, the preemptor's own and those set aside included: named
-    # again only where the scheduler proposes them (policy.preempt.candidate._unnameable).
+    # Victims of every answer in flight (the preemptor's own and those set aside included) and of
+    # those given lately and no longer in flight (decide's ``named``): named again only where the
+    # scheduler proposes them (policy.preempt.candidate._unnameable).
     answered: frozenset[str] = frozenset()
     guarded: bool = False  # the policy's guards are on (policy.guards: choosing holds their judgements)

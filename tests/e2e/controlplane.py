@@ -328,6 +328,17 @@ class ControlPlane:
             lambda: urllib.request.urlopen(f"http://127.0.0.1:{ready_port or port}/readyz", timeout=1).status == 200,
         )
 
+    def start_extender(self, name: str, command: list[str], port: int) -> None:
+        """Another extender (bench/noop_extender.py, its Go twin) serving on 127.0.0.1:``port``,
+        ready once its /healthz answers."""
+        import urllib.request
+
+        self._spawn(
+            name,
+            [*command, "--bind", f"127.0.0.1:{port}"],
+            lambda: urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).status == 200,
+        )
+
     def client_connection(self) -> dict:
         """Every kube-scheduler's API client: this cluster's kubeconfig, and qps/burst 1000 for
         all of them alike, so that a burst of preemptions (tests/e2e/burst.py) measures the

@@ -49,6 +49,7 @@ def ask(ledger, v, preemptor, standings=None, proposed=None):
         proposals={"n1": Proposal(proposed, 0)},
         rules=standings.of(v) if standings else None,
         in_flight=in_flight,
+        named=ledger.named(),
     )
     if decision.answer:
         (node,) = decision.answer
@@ -75,8 +76,8 @@ def test_without_the_record_the_second_pod_would_preempt_too():
 
 def test_a_preemptor_asking_again_gets_none_of_its_earlier_victims_the_scheduler_does_not_propose():
     # The scheduler may have deleted each earlier answer's victims while the view, behind,
-    # shows them running: a new answer names them only where proposed. The record keeps every
-    # earlier answer's victims, not only the last one's.
+    # shows them running: a new answer names them only where proposed. The ledger keeps every
+    # earlier answer's victims (ledger.named), not only the one in flight.
     v, (first, _) = scene()
     ledger = Ledger()
     named = []
@@ -84,6 +85,25 @@ def test_a_preemptor_asking_again_gets_none_of_its_earlier_victims_the_scheduler
         decision = ask(ledger, v, first, proposed=uids(v, "test/t0"))
         named.append([p.key for p in decision.outcomes[0].victims])
     assert named == [["test/t2"], ["test/t1"], ["test/t0"]]
+
+
+def test_victims_of_answers_void_or_replaced_stay_named_for_a_while():
+    now = [0.0]
+    ledger = Ledger(clock=lambda: now[0])
+    v, (first, second) = scene()
+    t = {p.key: p for p in v.pods.values()}
+    ledger.record(first, "n1", (t["test/t2"],))
+    ledger.record(first, "n1", (t["test/t1"],))  # asked again: replaced
+    assert ledger.named() == {t["test/t2"].uid}
+    now[0] = 1.0
+    ledger.record(second, "n1", (t["test/t0"],))
+    ledger.forget(second)  # asked again, and got no node: void
+    assert ledger.named() == {t["test/t2"].uid, t["test/t0"].uid}
+    assert [f.victims for f in ledger.in_flight(v)] == [(t["test/t1"],)]  # in flight, not in named
+    now[0] = IN_FLIGHT_SECONDS + 0.5  # the first answer given over IN_FLIGHT_SECONDS ago
+    assert ledger.named() == {t["test/t0"].uid}
+    now[0] = IN_FLIGHT_SECONDS + 1.5
+    assert ledger.named() == frozenset()
 
 
 def test_records_expire_and_clear_once_the_view_shows_them():

@@ -110,6 +110,31 @@ def test_a_set_aside_answers_victim_is_named_again_only_where_proposed():
     assert proposed.answer == {"n1": Proposal(uids(p["f3"]), 0)}
 
 
+def test_where_only_an_answered_victim_would_make_room_the_schedulers_own_are_kept():
+    # n1 (8 cpu) runs v and w (4 each). L (priority 10) was answered v, which the scheduler may
+    # have deleted; P (priority 1000, 8 cpu) gets the proposal w alone. In reprieve's view only
+    # v and w together make room, and v may not be named: the scheduler's view is newer, and
+    # its victims are kept (before, the node was dropped as protected and P left pending).
+    v_, w = pod("v", node="n1", cpu=4, start=0), pod("w", node="n1", cpu=4, start=1)
+    low, p = pod("low", cpu=4, priority=10), pod("p", cpu=8, priority=1000)
+    decision = decide(
+        view=view([node("n1", cpu=8)], [v_, w, low, p]), preemptor=p, proposals={"n1": Proposal(uids(w), 0)},
+        in_flight=[InFlight(low, "n1", (v_,))],
+    )
+    assert decision.answer == {"n1": Proposal(uids(w), 0)}
+    assert decision.outcomes[0].cause is Cause.SCHEDULER_NEWER
+
+
+def test_a_victim_named_lately_is_named_again_only_where_proposed():
+    # f3 was named in an answer no longer in flight (void, or replaced): ledger.named.
+    fillers = burst_node()
+    b = pod("b", cpu=8, priority=1000)
+    v = view([node("n1", cpu=32)], [*fillers, b])
+    ask = {"view": v, "preemptor": b, "named": frozenset(uids(fillers[3]))}
+    assert decide(**ask, proposals={"n1": Proposal(uids(fillers[0]), 0)}).answer == {"n1": Proposal(uids(fillers[2]), 0)}
+    assert decide(**ask, proposals={"n1": Proposal(uids(fillers[3]), 0)}).answer == {"n1": Proposal(uids(fillers[3]), 0)}
+
+
 def test_without_the_record_the_victim_would_be_promised_twice():
     fillers = burst_node()
     a, b = pod("a", cpu=8, priority=1000), pod("b", cpu=8, priority=1000)
