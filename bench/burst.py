@@ -15,7 +15,10 @@ and its cycles, and of them in PostFilter (preemption, the extender's preempt in
 from its /metrics before and after. Prints a Markdown table and the ratio of reprieve's median time to stock's, per shape.
 ``--noop`` adds a third kube-scheduler with the shipped stanza pointed at the do-nothing
 extender (bench/noop_extender.py: filter passes every node, preempt answers the scheduler's own
-proposal): the floor of any Python extender on the same wave.
+proposal), the floor of any Python extender on the same wave, and its ratio to stock. The three
+run in an order rotated by one each repetition (use a multiple of 3 for each to run in each
+place equally). Its idle scheduler and extender share the machine: times with and without
+``--noop`` are not comparable.
 Stops the control plane when done, also on error or ^C.
 
 Needs the toolchain (built on first use, ~6 min cold) and port 8888 free.
@@ -81,7 +84,10 @@ def scheduler_seconds(plane: ControlPlane, port: int) -> dict[str, float]:
 
 def start_noop(plane: ControlPlane) -> int:
     """The do-nothing extender and NOOP's scheduler; the scheduler's /metrics port."""
-    extender, port = free_port(), free_port()
+    extender = free_port()
+    port = free_port()
+    while port == extender:
+        port = free_port()
     plane.start_extender("noop-extender", [sys.executable, str(ROOT / "bench" / "noop_extender.py")], extender)
     plane.start_scheduler(NOOP, plane.scheduler_config(NOOP, extender), port)
     return port

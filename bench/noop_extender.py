@@ -6,7 +6,8 @@ The same server as ``reprieve serve`` (extender/serving/server.py: one process, 
 loop reading whole requests and answering the verbs' small ones itself, a few threads for the
 rest, orjson), with no cluster view and no decision: filter parses the body and
 passes every node it was sent, prioritize answers ``[]`` (no scores), preempt parses the body
-and answers the scheduler's own proposal. Used by bench/e2e.py as the "do-nothing extender".
+and answers the scheduler's own proposal. Used by bench/e2e.py as the "do-nothing extender",
+and by bench/burst.py --noop.
 """
 
 from __future__ import annotations

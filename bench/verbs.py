@@ -41,9 +41,10 @@ sys.path.insert(0, os.environ.get("REPRIEVE_TREE", str(HERE.parent.parent)))
 
 import orjson  # noqa: E402
 
-from extender.config import Mode, Settings  # noqa: E402
+from extender.config import Settings  # noqa: E402
 from extender.policy_file import parse as parse_policy  # noqa: E402
 from extender.serving.app import create_app  # noqa: E402
+from extender.state.ledger import Ledger  # noqa: E402
 from extender.state.snapshot import from_documents  # noqa: E402
 from extender.state.source import StaticCluster  # noqa: E402
 from policy import tenancy  # noqa: E402
@@ -199,6 +200,25 @@ def stats(samples: list[float]) -> dict:
     return {"p50": statistics.median(samples), "p99": samples[min(len(samples) - 1, int(len(samples) * 0.99))]}
 
 
+class _Unrecorded(Ledger):
+    """A ledger that records no answer."""
+
+    def record(self, *args, **kwargs) -> None:
+        pass
+
+
+def first_asks(view, **kwargs):
+    """An app for the preempt rows, which ask about one preemptor again and again: each request
+    is decided as that preemptor's first (a recorded answer would be in flight for the next,
+    its victims not named again: another decision each time). A tree before create_app took a
+    ledger (--baseline) set its preemptor's own answer aside itself."""
+    try:
+        app = create_app(Settings(), cluster=StaticCluster(view), ledger=_Unrecorded(), **kwargs)
+    except TypeError:
+        app = create_app(Settings(), cluster=StaticCluster(view), **kwargs)
+    return app.test_client()
+
+
 def measure(args: argparse.Namespace) -> dict:
     rng = random.Random(7)
     view = from_documents(cluster(args.nodes, args.pods, rng), source="bench")
@@ -225,11 +245,8 @@ def measure(args: argparse.Namespace) -> dict:
         }
     )
     rules = getattr(rules, "rules", rules)  # a Policy since the ranking's order (a Rules before: --baseline)
-    # The preempt rows ask about one preemptor again and again, through apps in shadow mode: they
-    # decide as enforce mode does and record no answer (in enforce mode each answer would be in
-    # flight for the next request, its victims not named again: another decision each time).
-    deciding = create_app(Settings(mode=Mode.SHADOW), cluster=StaticCluster(view)).test_client()
-    with_policy = create_app(Settings(mode=Mode.SHADOW), cluster=StaticCluster(view), rules=rules).test_client()
+    deciding = first_asks(view)
+    with_policy = first_asks(view, rules=rules)
 
     requests = [("filter", f"filter ({len(names)} names)", filter_body, client)]
     requests.append(("prioritize", f"prioritize ({len(names)} names)", filter_body, client))

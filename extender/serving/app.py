@@ -49,18 +49,21 @@ def create_app(
     order: ranking.Order = ranking.DEFAULT,
     stall: Stall | None = None,
     guards: Guards | None = None,
+    ledger: Ledger | None = None,
 ) -> Flask:
     """``rules``, ``order`` and ``guards``: the --policy file's (extender.policy_file). ``events`` (extender.events) records Kubernetes Events about its preemptions,
     reading the answers from its ledger, which the verbs record in; ``stopping`` is set when the
     server begins to shut down: from then on /readyz fails. ``stall`` (extender.stall): while it
     says the process was just stopped or starved, the verbs answer as while the view is not
-    ready (the scheduler's own answer)."""
+    ready (the scheduler's own answer). ``ledger``: the record of answers in flight, if not the
+    Events witness's or a new one (bench/verbs.py's records nothing)."""
     app = Flask("reprieve")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     metrics = metrics or Metrics()
     log = logging.getLogger("reprieve.decisions")
     standings = Standings(rules) if rules is not None else None
-    ledger = events.ledger if events is not None else Ledger()  # one record of answers in flight for both
+    if ledger is None:
+        ledger = events.ledger if events is not None else Ledger()  # one record of answers in flight for both
     stopping = stopping or threading.Event()
     app.extensions["reprieve"] = {"cluster": cluster, "metrics": metrics, "settings": settings, "ledger": ledger}
     metrics.serving(mode=settings.mode.value, ready=lambda: cluster.view() is not None and not stopping.is_set())

@@ -8,7 +8,8 @@ the next preemptor, or the same room. Every answer is recorded, with or without 
 in shadow mode nothing is (the scheduler evicts its own victims, not reprieve's).
 
 The ledger is the one record of answers in flight, and it has two readers: the verbs
-(``record``, ``in_flight``, ``forget``) and the Events witness (extender.events.witness:
+(``record``, ``in_flight``, ``forget``, and ``named``: the victims of answers given lately and no
+longer in flight) and the Events witness (extender.events.witness:
 ``await_events``, ``awaiting_events``, ``drop_events``), which keeps in an answer's entry what its
 Events will say (in shadow mode too) until a view shows the preemption carried out or not.
 Each reader lets go of an entry by its own rules, as if the other were not there; the entry
@@ -67,6 +68,8 @@ class Ledger:
         self._flights: OrderedDict[str, None] = OrderedDict()  # the verbs': ``flight`` not None
         self._awaited: OrderedDict[str, None] = OrderedDict()  # the witness's: ``events`` not None
         self._named: dict[str, float] = {}  # victim UID -> when its answer was given (``named``)
+        self._named_set: frozenset[str] | None = frozenset()  # what ``named`` hands out; None: stale
+        self._named_due = float("inf")  # when the oldest of ``_named`` is due to go
 
     def in_flight(self, view: ClusterView, *, asking: Pod | None = None) -> tuple[InFlight, ...]:
         """Answers ``view`` does not show settled and that have not expired.
@@ -106,6 +109,7 @@ class Ledger:
                     if revision == 0:
                         self._let_go(uid, entry)
                     else:  # kept for requests still deciding on older views
+                        self._remember(entry)
                         self._answers[uid] = entry._replace(settled_at=revision)
                     continue
                 if present and (entry.shown_at is None or revision < entry.shown_at):
@@ -136,15 +140,17 @@ class Ledger:
 
     def named(self) -> frozenset[str]:
         """The victims of answers no longer in flight (replaced by a newer answer for their
-        preemptor, void, let go) given in the last IN_FLIGHT_SECONDS: the scheduler may have
-        deleted them while the view, behind, shows them running, so an answer names them only
-        where the scheduler proposes them (policy.preempt)."""
+        preemptor, void, settled, let go) given in the last IN_FLIGHT_SECONDS: the scheduler may
+        have deleted them while the view, behind, shows them running, so an answer names them
+        only where the scheduler proposes them (policy.preempt). Read after ``in_flight``, which
+        may let answers go. The same set is handed out until one of them is due to go or another
+        comes."""
         now = self._clock()
         with self._lock:
-            stale = [uid for uid, since in self._named.items() if now - since > IN_FLIGHT_SECONDS]
-            for uid in stale:
-                del self._named[uid]
-            return frozenset(self._named)
+            if self._named_set is None or now >= self._named_due:
+                self._prune(now)
+                self._named_set = frozenset(self._named)
+            return self._named_set
 
     def forget(self, preemptor: Pod) -> None:
         """The scheduler asked again and got no node: an earlier answer for it is void."""
@@ -204,11 +210,25 @@ class Ledger:
 
     def _remember(self, entry: _Entry) -> None:
         """``named`` keeps the victims of an answer the verbs hold no longer, from when it was
-        given (one given over IN_FLIGHT_SECONDS ago is dropped at the next ``named``)."""
+        given, for IN_FLIGHT_SECONDS; at most MAX_IN_FLIGHT of them, the oldest going first."""
+        now = self._clock()
+        if now - entry.since > IN_FLIGHT_SECONDS or not entry.flight.victims:
+            return
         for victim in entry.flight.victims:
-            self._named[victim.uid] = max(entry.since, self._named.get(victim.uid, entry.since))
-        while len(self._named) > MAX_IN_FLIGHT:
-            del self._named[next(iter(self._named))]
+            since = max(entry.since, self._named.pop(victim.uid, entry.since))
+            self._named[victim.uid] = since
+            self._named_due = min(self._named_due, since + IN_FLIGHT_SECONDS)
+        self._named_set = None
+        if len(self._named) > MAX_IN_FLIGHT:
+            self._prune(now)
+            for uid in sorted(self._named, key=self._named.__getitem__)[: len(self._named) - MAX_IN_FLIGHT]:
+                del self._named[uid]
+
+    def _prune(self, now: float) -> None:
+        """``named`` without the victims of answers given over IN_FLIGHT_SECONDS ago."""
+        for uid in [uid for uid, since in self._named.items() if now - since > IN_FLIGHT_SECONDS]:
+            del self._named[uid]
+        self._named_due = min(self._named.values(), default=now) + IN_FLIGHT_SECONDS
 
     def _drop_events(self, uid: str, entry: _Entry) -> None:
         del self._awaited[uid]

@@ -114,9 +114,13 @@ def _selected(request: Request, name: str, node: NodeInfo, as_proposed: list[Pod
     here = records_here(request.view, node, request.preemptor, request.in_flight, as_proposed)
     on = {p.uid for p in here.node.pods}
     proposed = [p for p in as_proposed if p.uid in on]  # promised ones are gone, unless terminating
-    selection, at_least = _selection(request, here, as_proposed, proposed, swap)
+    selection, at_least, unnameable = _selection(request, here, as_proposed, proposed, swap)
     if isinstance(selection, NodeRejected):
-        if selection.cause is Cause.DOES_NOT_FIT:
+        if selection.cause is Cause.DOES_NOT_FIT or (
+            # Found without pods the answer may not name: the scheduler's victims may do.
+            selection.cause in (Cause.STRICT_BUDGET, Cause.QUEUE_SHARE)
+            and any(not p.terminating and unnameable(p) for p in here.node.pods if p.priority < request.preemptor.priority)
+        ):
             return _no_room_here(request, name, selection, here, as_proposed, proposed)
         return NodeOutcome(name, Verdict.DROPPED, selection.cause, reasons=(selection.reason,))
     if not selection.victims:
@@ -145,9 +149,10 @@ def _selected(request: Request, name: str, node: NodeInfo, as_proposed: list[Pod
 
 def _selection(
     request: Request, here: Here, as_proposed: list[Pod], proposed: list[Pod], swap: bool
-) -> tuple[VictimSelection | NodeRejected, Vector | None]:
+) -> tuple[VictimSelection | NodeRejected, Vector | None, Callable[[Pod], str]]:
     """policy.victims' selection on the node as ``here`` leaves it, naming only pods the
-    scheduler can resolve (_unnameable), and the least its victims must free (None: no floor).
+    scheduler can resolve (_unnameable, returned too), and the least its victims must free
+    (None: no floor).
     The floor is what the scheduler's victims free where its proposal shows it sees less room
     (scheduler_sees_less), where it has moved past a holder (set aside), or where evicting no
     one would count on room its own preemptions free; where pods it may have assumed here are
@@ -175,7 +180,7 @@ def _selection(
         # the floor, as where the proposal shows it sees less room.
         at_least = freed(proposed, promised)
         selection = _select(request, here, unnameable, at_least, swap)
-    return selection, at_least
+    return selection, at_least, unnameable
 
 
 def _bounded(floor: Vector | None, full: Vector) -> str:

@@ -31,9 +31,9 @@ def answers(base: str) -> dict[str, tuple[int, bytes]]:
 
 
 def answers_again(base: str) -> dict[str, tuple[int, bytes]]:
-    """The example answers as every later call gets them: the first preempt answer stays in
-    flight, and a preemptor asking again gets none of its earlier victims the scheduler does
-    not propose (it may have deleted them): the example's then names the scheduler's own."""
+    """The example answers as every later call within 30 s gets them: the first preempt answer
+    stays in flight, and a preemptor asking again gets none of its earlier victims the scheduler
+    does not propose (it may have deleted them): the example's then names the scheduler's own."""
     answers(base)
     return answers(base)
 

@@ -448,3 +448,22 @@ def test_the_order_with_strict_budgets_only_adds_them_first():
     assert ranking.DEFAULT.names == tuple(c.name for c in ranking.CANONICAL[1:])
     canonical = tuple(range(len(ranking.CANONICAL)))
     assert ranking.DEFAULT.arrange(canonical) == canonical[1:] and ranking.FULL.arrange(canonical) == canonical
+
+
+def test_a_strict_budget_met_only_because_a_pod_may_not_be_named_keeps_the_schedulers_victims():
+    # n1 (12 cpu) runs x (named in an earlier answer: the scheduler may have deleted it), the
+    # Kafka broker s behind a budget allowing none, and w, 4 cpu each. The preemptor needs 8 and
+    # the scheduler proposes w alone: x is gone in its view. Without x, reprieve finds only sets
+    # that take s; the scheduler's w keeps the budget, and is kept (before: the node dropped for
+    # the strict budget, the preemptor left pending).
+    x, w = pod("x", node="n1", cpu=4, priority=1), pod("w", node="n1", cpu=4, priority=1)
+    s = pod("s", ns="kafka", node="n1", cpu=4, priority=1, labels={"app": "s"})
+    v = view([node("n1", cpu=12)], [x, s, w], [pdb("s", allowed=0, match={"app": "s"}, ns="kafka")])
+    preemptor = pod("pre", priority=10, cpu=8)
+    proposals = {"n1": Proposal((w.uid,), 0)}
+    decision = decide(view=v, preemptor=preemptor, proposals=proposals, guards=KAFKA, now=NOW, named=frozenset({x.uid}))
+    assert decision.answer == {"n1": Proposal((w.uid,), 0)}
+    assert outcome(decision, "n1").kept_scheduler_victims
+    # Named freely, x and w make room: reprieve's own choice, the budget kept.
+    free = decide(view=v, preemptor=preemptor, proposals=proposals, guards=KAFKA, now=NOW)
+    assert set(free.answer["n1"].uids) == {x.uid, w.uid}

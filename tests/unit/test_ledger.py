@@ -192,6 +192,28 @@ def test_the_ledger_is_bounded():
     assert len(ledger) == MAX_IN_FLIGHT
 
 
+def test_named_is_bounded_keeping_the_newest_and_an_expired_answer_adds_nothing():
+    now = [0.0]
+    ledger = Ledger(clock=lambda: now[0])
+    victims = [pod(f"v{i}", node="n1", cpu=1) for i in range(MAX_IN_FLIGHT + 5)]
+    for i, victim in enumerate(victims):  # each answer pushes out the oldest in flight
+        now[0] = i * 1e-4
+        ledger.record(pod(f"x{i}", priority=100, cpu=1), "n1", (victim,))
+    named = ledger.named()  # the answers let go when the ledger was full: the first five
+    assert named == {v.uid for v in victims[:5]}
+    lone = Ledger(clock=lambda: now[0])
+    lone.record(pod("y", priority=100, cpu=1), "n1", (victims[0],))
+    now[0] += IN_FLIGHT_SECONDS + 1
+    v, _ = scene()
+    assert lone.in_flight(v) == () and lone.named() == frozenset()  # expired: too old to count
+    full = Ledger(clock=lambda: now[0])
+    for i, victim in enumerate(victims):  # MAX_IN_FLIGHT + 5 victims let go: the newest kept
+        full.record(pod("z", priority=100, cpu=1), "n1", (victim,))
+        now[0] += 1e-6
+    full.forget(pod("z", priority=100, cpu=1))
+    assert full.named() == {victim.uid for victim in victims[5:]}
+
+
 def test_a_bound_preemptor_settles_its_answer_and_an_empty_answer_forgets_it():
     v, (first, second) = scene()
     ledger = Ledger()

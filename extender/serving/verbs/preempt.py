@@ -35,7 +35,7 @@ def handle(body: bytes, ctx: Context) -> bytes:
         proposals=proposals,
         rules=policy.of(ctx.view) if policy else None,  # the rules' standing, kept per view
         in_flight=ctx.ledger.in_flight(ctx.view, asking=preemptor),
-        named=ctx.ledger.named(),
+        named=ctx.ledger.named(),  # after in_flight, which may let answers go (keywords run in order)
         now=time.time(),
         order=ctx.order,
         guards=ctx.guards,
