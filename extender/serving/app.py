@@ -64,6 +64,8 @@ def create_app(
     standings = Standings(rules) if rules is not None else None
     if ledger is None:
         ledger = events.ledger if events is not None else Ledger()  # one record of answers in flight for both
+    elif events is not None and events.ledger is not ledger:
+        raise ValueError("create_app: the verbs and the Events witness must share one ledger")
     stopping = stopping or threading.Event()
     app.extensions["reprieve"] = {"cluster": cluster, "metrics": metrics, "settings": settings, "ledger": ledger}
     metrics.serving(mode=settings.mode.value, ready=lambda: cluster.view() is not None and not stopping.is_set())

@@ -20,6 +20,7 @@ verbs': as answered; the witness's: as handed over), and each is bounded by its 
 
 from __future__ import annotations
 
+import heapq
 import threading
 import time
 from collections import OrderedDict
@@ -221,7 +222,7 @@ class Ledger:
         self._named_set = None
         if len(self._named) > MAX_IN_FLIGHT:
             self._prune(now)
-            for uid in sorted(self._named, key=self._named.__getitem__)[: len(self._named) - MAX_IN_FLIGHT]:
+            for uid in heapq.nsmallest(len(self._named) - MAX_IN_FLIGHT, self._named, key=self._named.__getitem__):
                 del self._named[uid]
 
     def _prune(self, now: float) -> None:

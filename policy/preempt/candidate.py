@@ -116,12 +116,15 @@ def _selected(request: Request, name: str, node: NodeInfo, as_proposed: list[Pod
     proposed = [p for p in as_proposed if p.uid in on]  # promised ones are gone, unless terminating
     selection, at_least, unnameable = _selection(request, here, as_proposed, proposed, swap)
     if isinstance(selection, NodeRejected):
+        preemptor = request.preemptor
+        # Live pods the answer may not name stayed (the scheduler may have deleted them, or
+        # not seen them yet): found without them, the scheduler's victims may still do.
+        held_back = [p for p in here.node.pods if p.priority < preemptor.priority and not p.terminating and unnameable(p)]
         if selection.cause is Cause.DOES_NOT_FIT or (
-            # Found without pods the answer may not name: the scheduler's victims may do.
-            selection.cause in (Cause.STRICT_BUDGET, Cause.QUEUE_SHARE)
-            and any(not p.terminating and unnameable(p) for p in here.node.pods if p.priority < request.preemptor.priority)
+            held_back and selection.cause in (Cause.STRICT_BUDGET, Cause.QUEUE_SHARE)
+            and room_after(here.node, preemptor, here.reservations, [*proposed, *held_back]) is not None
         ):
-            return _no_room_here(request, name, selection, here, as_proposed, proposed)
+            return _no_room_here(request, name, selection, here, as_proposed, proposed, held_back)
         return NodeOutcome(name, Verdict.DROPPED, selection.cause, reasons=(selection.reason,))
     if not selection.victims:
         return _no_victims(request, name, here, as_proposed)
@@ -242,27 +245,42 @@ def _no_victims(request: Request, name: str, here: Here, as_proposed: list[Pod])
 
 
 def _no_room_here(
-    request: Request, name: str, rejected: NodeRejected, here: Here, as_proposed: list[Pod], proposed: list[Pod]
+    request: Request,
+    name: str,
+    rejected: NodeRejected,
+    here: Here,
+    as_proposed: list[Pod],
+    proposed: list[Pod],
+    held_back: Sequence[Pod] = (),
 ) -> NodeOutcome:
-    """A proposed node where reprieve finds no room even with every lower-priority pod gone.
+    """A proposed node where reprieve finds no room even with every lower-priority pod it may
+    name gone, or (``held_back``: live pods the answer may not name stayed) only sets that break
+    a strict budget or a queue's share.
 
     The scheduler found room here with its own victims. Where they would make room in
-    reprieve's view too but for room held for nominations the scheduler cannot know (another
+    reprieve's view too (with the pods held back gone: the scheduler may have deleted them, or
+    not count them) but for room held for nominations the scheduler cannot know (another
     scheduler's pods), those are what stand in the way: a reason of reprieve's own, and the
     node is dropped. Otherwise reprieve's view of the node is older than the scheduler's (a
     pod gone that it still shows, a nomination cleared): dropping the node would rest on that
     older record and could leave the preemptor pending where the scheduler would place it, so
-    the scheduler's victims are kept as it proposed them (unless the rules protect one, or one
-    already goes for another answer in flight)."""
+    the scheduler's victims are kept as it proposed them (unless the rules or the guards
+    protect one, or one already goes for another answer in flight)."""
     node, reservations, promised, preemptor = here.node, here.reservations, here.promised, request.preemptor
     others = [h for h in reservations if not known_to_scheduler(h, preemptor)]
-    if not as_proposed or (others and room_after(node, preemptor, (), proposed) is not None):
+    gone = [*proposed, *held_back]
+    if not as_proposed or (
+        others and room_after(node, preemptor, (), gone) is not None and room_after(node, preemptor, reservations, gone) is None
+    ):
         held = f"; room held for {_keys(others)}, nominated by another scheduler" if others else ""
         return NodeOutcome(name, Verdict.DROPPED, rejected.cause, reasons=(rejected.reason + held,))
     taken = sorted(p.key for p in as_proposed if p.uid in promised)
     if taken:
         return _already_promised(name, taken)
-    why = f"the scheduler's view of the node is newer than reprieve's, whose own finding was: {rejected.reason}"
+    finding = rejected.reason
+    if held_back:
+        finding += f" (with {_keys(held_back)} staying: the answer may not name them)"
+    why = f"the scheduler's view of the node is newer than reprieve's, whose own finding was: {finding}"
     kept = _keep_scheduler_victims(request, name, as_proposed, Cause.SCHEDULER_NEWER, why)
     if kept.verdict is Verdict.DROPPED:
         return kept

@@ -467,3 +467,35 @@ def test_a_strict_budget_met_only_because_a_pod_may_not_be_named_keeps_the_sched
     # Named freely, x and w make room: reprieve's own choice, the budget kept.
     free = decide(view=v, preemptor=preemptor, proposals=proposals, guards=KAFKA, now=NOW)
     assert set(free.answer["n1"].uids) == {x.uid, w.uid}
+
+
+def test_a_pod_that_may_not_be_named_but_would_not_make_room_changes_nothing():
+    # As above, but x is 1 cpu and the node 9: without x the scheduler's w still makes no room
+    # in reprieve's view, so x staying is not why every set takes s. The node is dropped for
+    # the strict budget, as without x named.
+    x, w = pod("x", node="n1", cpu=1, priority=1), pod("w", node="n1", cpu=4, priority=1)
+    s = pod("s", ns="kafka", node="n1", cpu=4, priority=1, labels={"app": "s"})
+    v = view([node("n1", cpu=9)], [x, s, w], [pdb("s", allowed=0, match={"app": "s"}, ns="kafka")])
+    preemptor = pod("pre", priority=10, cpu=6)
+    proposals = {"n1": Proposal((w.uid,), 0)}
+    for named in (frozenset(), frozenset({x.uid})):
+        decision = decide(view=v, preemptor=preemptor, proposals=proposals, guards=KAFKA, now=NOW, named=named)
+        assert decision.answer == {} and outcome(decision, "n1").cause is Cause.STRICT_BUDGET
+
+
+def test_another_schedulers_hold_is_blamed_only_if_it_is_what_stands_in_the_way():
+    # n1 (16 cpu): x (2, named in an earlier answer), the broker s and w (4 each), and room for
+    # h, another scheduler's pod nominated here (4). The preemptor needs 8 and the scheduler
+    # proposes w. With x gone, w makes room beside h: h is not in the way, and the scheduler's
+    # w is kept; the reason says x stayed.
+    x, w = pod("x", node="n1", cpu=2, priority=1), pod("w", node="n1", cpu=4, priority=1)
+    s = pod("s", ns="kafka", node="n1", cpu=4, priority=1, labels={"app": "s"})
+    h = pod("h", cpu=4, priority=50, nominated="n1", scheduler="second-scheduler")
+    v = view([node("n1", cpu=16)], [x, s, w, h], [pdb("s", allowed=0, match={"app": "s"}, ns="kafka")])
+    preemptor = pod("pre", priority=10, cpu=8)
+    decision = decide(
+        view=v, preemptor=preemptor, proposals={"n1": Proposal((w.uid,), 0)}, guards=KAFKA, now=NOW,
+        named=frozenset({x.uid}),
+    )
+    assert decision.answer == {"n1": Proposal((w.uid,), 0)}
+    assert any("with default/x staying: the answer may not name them" in r for r in outcome(decision, "n1").reasons)
