@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from extender.state import ledger as ledger_module
 from extender.state.ledger import IN_FLIGHT_SECONDS, MAX_IN_FLIGHT, Ledger
 from extender.state.standings import Standings
 from policy.model import HOST_PORTS
@@ -212,6 +213,29 @@ def test_named_is_bounded_keeping_the_newest_and_an_expired_answer_adds_nothing(
         now[0] += 1e-6
     full.forget(pod("z", priority=100, cpu=1))
     assert full.named() == {victim.uid for victim in victims[5:]}
+
+
+def test_named_beyond_its_bound_lets_the_oldest_answers_victims_go_first(monkeypatch):
+    # By when their answers were given, not by when they were remembered.
+    monkeypatch.setattr(ledger_module, "MAX_IN_FLIGHT", 3)
+    now = [0.0]
+    ledger = Ledger(clock=lambda: now[0])
+    a, b, c = (pod(name, priority=100, cpu=1) for name in "abc")
+    victim = {name: pod(f"v-{name}", node="n1", cpu=1) for name in ("a", "b", "b2", "a2", "c", "c2", "a3")}
+
+    def answer(preemptor, name, at):
+        now[0] = at
+        ledger.record(preemptor, "n1", (victim[name],))
+
+    answer(a, "a", 0)
+    answer(b, "b", 1)
+    answer(b, "b2", 2)  # b's first answer remembered (given at 1)
+    answer(a, "a2", 3)  # a's first, given at 0, remembered after b's
+    answer(c, "c", 4)
+    answer(c, "c2", 5)
+    assert ledger.named() == {victim[n].uid for n in ("b", "a", "c")}
+    answer(a, "a3", 6)  # a2 remembered: one too many, and a's first is the oldest
+    assert ledger.named() == {victim[n].uid for n in ("b", "c", "a2")}
 
 
 def test_a_bound_preemptor_settles_its_answer_and_an_empty_answer_forgets_it():
