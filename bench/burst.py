@@ -5,20 +5,21 @@
 Starts the end-to-end control plane (tests/e2e/controlplane.py: etcd, kube-apiserver,
 kube-controller-manager, reprieve on 127.0.0.1:8888 without a policy, ``reprieve-scheduler``
 with the shipped extender stanza and stock ``default-scheduler``, both at client qps/burst 1000,
-a fake kubelet), then runs each shape through stock and reprieve, interleaved (stock first on
-even repetitions, reprieve first on odd ones), each burst in a namespace and on nodes of its
-own. A shape ``NxM`` is N nodes of 32 cpu, each full of four 8-cpu priority-0 pods, and M
+a fake kubelet), then runs each shape through stock and reprieve, interleaved (in an order
+rotated by one each repetition), each burst in a namespace and on nodes of its own. A shape ``NxM`` is N nodes of 32 cpu, each full of four 8-cpu priority-0 pods, and M
 priority-1000 8-cpu preemptors created together, each needing exactly one victim; what is
 counted and how is in tests/e2e/burst.py; beside it, each burst's seconds the scheduler spent in
 its scheduling algorithm (TIMED: filter, score and PostFilter, the extender's verbs included)
 and its cycles, and of them in PostFilter (preemption, the extender's preempt included), read
-from its /metrics before and after. Prints a Markdown table and the ratio of reprieve's median time to stock's, per shape.
+from its /metrics before and after. Prints a Markdown table and the ratio of reprieve's median
+time to stock's, per shape.
+
 ``--noop`` adds a third kube-scheduler with the shipped stanza pointed at the do-nothing
 extender (bench/noop_extender.py: filter passes every node, preempt answers the scheduler's own
-proposal), the floor of any Python extender on the same wave, and its ratio to stock. The three
-run in an order rotated by one each repetition (use a multiple of 3 for each to run in each
-place equally). Its idle scheduler and extender share the machine: times with and without
-``--noop`` are not comparable.
+proposal), the floor of any Python extender on the same wave, and its ratio to stock (use a
+multiple of 3 repetitions for each to run in each place equally). Its idle scheduler and
+extender share the machine: times with and without ``--noop`` are not comparable.
+
 Stops the control plane when done, also on error or ^C.
 
 Needs the toolchain (built on first use, ~6 min cold) and port 8888 free.

@@ -119,9 +119,10 @@ def select_victims(
 
     ``unnameable`` says why the answer may not name a pod, "" where it may (policy.preempt: it
     names only pods the scheduler can resolve). A live pod it refuses stays, like a protected
-    one; a terminating pod it refuses still leaves (its room is freed) but is not named. ``at_least``: the victims named must
-    free at least this much of every resource the preemptor requests (the scheduler's own
-    victims, when its proposal shows it sees less room than reprieve).
+    one; a terminating pod it refuses still leaves (its room is freed) but is not named.
+    ``at_least``: the victims named must free at least this much of every resource the
+    preemptor requests (the scheduler's own victims, when its proposal shows it sees less room
+    than reprieve).
 
     Then a search for a cheaper set (policy.exact): every set when the node has few candidates,
     single swaps from the best greedy result when it has many (``swap``; policy.preempt runs

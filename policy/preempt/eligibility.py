@@ -90,9 +90,10 @@ def _proposal_shows_room(
     beside whatever it counts that reprieve does not see; the pods leaving free at least as
     much in every resource the preemptor requests, so they make room as surely, if the
     scheduler still counts them and nothing reprieve does not model
-    (policy.preempt.unmodelled) chose its victims. No answer in flight holds room there. So the preemptor waits for them, as upstream waits for pods it preempted, rather
-    than preempt again (seen under churn, bench/churn.py: 1 victim named beside a pod a
-    controller deleted went first, and the preemptor then took 1 more elsewhere).
+    (policy.preempt.unmodelled) chose its victims. No answer in flight holds room there. So the
+    preemptor waits for them, as upstream waits for pods it preempted, rather than preempt again
+    (seen under churn, bench/churn.py: 1 victim named beside a pod a controller deleted went
+    first, and the preemptor then took 1 more elsewhere).
 
     If the scheduler has already seen them go too (reprieve's view is behind on them as well)
     and something else took their room, the preemptor waits for nothing: until the next

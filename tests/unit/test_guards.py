@@ -450,15 +450,21 @@ def test_the_order_with_strict_budgets_only_adds_them_first():
     assert ranking.DEFAULT.arrange(canonical) == canonical[1:] and ranking.FULL.arrange(canonical) == canonical
 
 
+def broker_beside(x_cpu, node_cpu, *others):
+    """n1 (``node_cpu``) runs x (``x_cpu``), the Kafka broker s behind a budget allowing none,
+    and w (4 cpu each), and ``others`` (pending pods); the view, x and w."""
+    x, w = pod("x", node="n1", cpu=x_cpu, priority=1), pod("w", node="n1", cpu=4, priority=1)
+    s = pod("s", ns="kafka", node="n1", cpu=4, priority=1, labels={"app": "s"})
+    return view([node("n1", cpu=node_cpu)], [x, s, w, *others], [pdb("s", allowed=0, match={"app": "s"}, ns="kafka")]), x, w
+
+
 def test_a_strict_budget_met_only_because_a_pod_may_not_be_named_keeps_the_schedulers_victims():
     # n1 (12 cpu) runs x (named in an earlier answer: the scheduler may have deleted it), the
     # Kafka broker s behind a budget allowing none, and w, 4 cpu each. The preemptor needs 8 and
     # the scheduler proposes w alone: x is gone in its view. Without x, reprieve finds only sets
     # that take s; the scheduler's w keeps the budget, and is kept (before: the node dropped for
     # the strict budget, the preemptor left pending).
-    x, w = pod("x", node="n1", cpu=4, priority=1), pod("w", node="n1", cpu=4, priority=1)
-    s = pod("s", ns="kafka", node="n1", cpu=4, priority=1, labels={"app": "s"})
-    v = view([node("n1", cpu=12)], [x, s, w], [pdb("s", allowed=0, match={"app": "s"}, ns="kafka")])
+    v, x, w = broker_beside(4, 12)
     preemptor = pod("pre", priority=10, cpu=8)
     proposals = {"n1": Proposal((w.uid,), 0)}
     decision = decide(view=v, preemptor=preemptor, proposals=proposals, guards=KAFKA, now=NOW, named=frozenset({x.uid}))
@@ -473,9 +479,7 @@ def test_a_pod_that_may_not_be_named_but_would_not_make_room_changes_nothing():
     # As above, but x is 1 cpu and the node 9: without x the scheduler's w still makes no room
     # in reprieve's view, so x staying is not why every set takes s. The node is dropped for
     # the strict budget, as without x named.
-    x, w = pod("x", node="n1", cpu=1, priority=1), pod("w", node="n1", cpu=4, priority=1)
-    s = pod("s", ns="kafka", node="n1", cpu=4, priority=1, labels={"app": "s"})
-    v = view([node("n1", cpu=9)], [x, s, w], [pdb("s", allowed=0, match={"app": "s"}, ns="kafka")])
+    v, x, w = broker_beside(1, 9)
     preemptor = pod("pre", priority=10, cpu=6)
     proposals = {"n1": Proposal((w.uid,), 0)}
     for named in (frozenset(), frozenset({x.uid})):
@@ -488,10 +492,7 @@ def test_another_schedulers_hold_is_blamed_only_if_it_is_what_stands_in_the_way(
     # h, another scheduler's pod nominated here (4). The preemptor needs 8 and the scheduler
     # proposes w. With x gone, w makes room beside h: h is not in the way, and the scheduler's
     # w is kept; the reason says x stayed.
-    x, w = pod("x", node="n1", cpu=2, priority=1), pod("w", node="n1", cpu=4, priority=1)
-    s = pod("s", ns="kafka", node="n1", cpu=4, priority=1, labels={"app": "s"})
-    h = pod("h", cpu=4, priority=50, nominated="n1", scheduler="second-scheduler")
-    v = view([node("n1", cpu=16)], [x, s, w, h], [pdb("s", allowed=0, match={"app": "s"}, ns="kafka")])
+    v, x, w = broker_beside(2, 16, pod("h", cpu=4, priority=50, nominated="n1", scheduler="second-scheduler"))
     preemptor = pod("pre", priority=10, cpu=8)
     decision = decide(
         view=v, preemptor=preemptor, proposals={"n1": Proposal((w.uid,), 0)}, guards=KAFKA, now=NOW,
