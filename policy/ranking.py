@@ -40,6 +40,7 @@ from policy.criteria import (
     RETRIES_BURNED,
     START,
     STRICT_BUDGETS,
+    TAIL,
     TOP_PRIORITY,
     VICTIMS,
     WORK_LOST,
@@ -104,7 +105,7 @@ def _floor_index(c: Criterion) -> int:
 
 
 class Order(Layout):
-    """A ranking order: CANONICAL with MOVABLE in the order given (all of them, once each).
+    """A ranking order: CANONICAL with MOVABLE in the order given (all of them, once each), TAIL last.
     ``strict``: the policy's strictBudgets is on, and its violations come first of all;
     otherwise the order leaves that criterion out (its value is 0 for every set)."""
 
@@ -114,7 +115,7 @@ class Order(Layout):
                 "name each of " + ", ".join(repr(c.name) for c in MOVABLE) + " once"
                 + (f" (given: {', '.join(repr(c.name) for c in movable)})" if movable else "")
             )
-        super().__init__((*((STRICT_BUDGETS,) if strict else ()), OPTED_OUT, *movable, START))
+        super().__init__((*((STRICT_BUDGETS,) if strict else ()), OPTED_OUT, *movable, *TAIL))
         self.strict = strict
         # Where each criterion of this order sits in CANONICAL: a key is the canonical tuple
         # read in this order (None: the canonical order itself, no copy needed; _skip: the
@@ -126,7 +127,7 @@ class Order(Layout):
 
     def with_strict(self) -> "Order":
         """This order with the strict budget violations first (itself if they are already)."""
-        return self if self.strict else Order(self.criteria[1:-1], strict=True)
+        return self if self.strict else Order(self.criteria[1:-len(TAIL)], strict=True)
 
     @classmethod
     def named(cls, names: Iterable[str]) -> "Order":
