@@ -27,6 +27,7 @@ from policy.criteria import (
     BURSTABLE,
     BY_NAME,
     DELETION_COST,
+    FOLLOWS,
     GANG_WORK,
     CANONICAL,
     GUARANTEED,
@@ -40,7 +41,6 @@ from policy.criteria import (
     RETRIES_BURNED,
     START,
     STRICT_BUDGETS,
-    TAIL,
     TOP_PRIORITY,
     VICTIMS,
     WORK_LOST,
@@ -105,7 +105,8 @@ def _floor_index(c: Criterion) -> int:
 
 
 class Order(Layout):
-    """A ranking order: CANONICAL with MOVABLE in the order given (all of them, once each), TAIL last.
+    """A ranking order: CANONICAL with MOVABLE in the order given (all of them, once each), each
+    followed by what FOLLOWS it.
     ``strict``: the policy's strictBudgets is on, and its violations come first of all;
     otherwise the order leaves that criterion out (its value is 0 for every set)."""
 
@@ -115,7 +116,8 @@ class Order(Layout):
                 "name each of " + ", ".join(repr(c.name) for c in MOVABLE) + " once"
                 + (f" (given: {', '.join(repr(c.name) for c in movable)})" if movable else "")
             )
-        super().__init__((*((STRICT_BUDGETS,) if strict else ()), OPTED_OUT, *movable, *TAIL))
+        placed = (x for c in movable for x in (c, *((FOLLOWS[c],) if c in FOLLOWS else ())))
+        super().__init__((*((STRICT_BUDGETS,) if strict else ()), OPTED_OUT, *placed, START))
         self.strict = strict
         # Where each criterion of this order sits in CANONICAL: a key is the canonical tuple
         # read in this order (None: the canonical order itself, no copy needed; _skip: the
@@ -127,7 +129,7 @@ class Order(Layout):
 
     def with_strict(self) -> "Order":
         """This order with the strict budget violations first (itself if they are already)."""
-        return self if self.strict else Order(self.criteria[1:-len(TAIL)], strict=True)
+        return self if self.strict else Order([c for c in self.criteria[1:-1] if c in MOVABLE], strict=True)
 
     @classmethod
     def named(cls, names: Iterable[str]) -> "Order":

@@ -68,16 +68,18 @@ CANONICAL: tuple[Criterion, ...] = (
     HOMELESS,
     PRIORITY_SUM,
     VICTIMS,
+    PENDING_ROOM,  # right after the number of victims in every order: docs/policy.md, "Under pressure"
     WORK_LOST,  # after the number of victims, before the deletion cost: docs/policy.md measures the places tried
     DELETION_COST,
     TIME_TO_ROOM,  # docs/policy.md measures the places tried
-    PENDING_ROOM,  # what the room left is good for: docs/policy.md, "Under pressure"
     START,  # the tie-breaker: last in every order
 )
-# Fixed last in every order: the room left for the pending pods (not monotone in the victims,
-# so never before the number of victims: policy.criteria.pending_room), then the tie-breaker.
-TAIL = (PENDING_ROOM, START)
-MOVABLE = CANONICAL[2:-len(TAIL)]  # what a policy may reorder
+# What a policy may reorder: all but the first two and the tie-breaker, and the room left for
+# the pending pods, which follows the number of victims wherever it goes (it is not monotone in
+# the victims, so never before their number: policy.criteria.pending_room).
+MOVABLE = tuple(c for c in CANONICAL[2:-1] if c is not PENDING_ROOM)
+# criterion -> what follows it in every order
+FOLLOWS = {VICTIMS: PENDING_ROOM}
 BY_NAME = {c.name: c for c in CANONICAL}
 # The parts of a cost's one-line summary (policy.ranking.Cost.describe), in its order.
 SUMMARY = (OPTED_OUT, JOBS_FAILED, BROKEN_GANGS, GANG_WORK, MANAGERS, PDB_VIOLATIONS, TOP_PRIORITY, RETRIES_BURNED, HOMELESS, VICTIMS)
@@ -98,7 +100,7 @@ def values(pod: Pod, facts: Facts) -> tuple:
 
 
 __all__ = [
-    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "Criterion", "DELETION_COST", "Facts", "GANG_WORK", "GUARANTEED", "HOMELESS", "JOBS_FAILED", "Kind",
-    "MANAGERS", "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PENDING_ROOM", "PER_POD", "PRIORITY_SUM", "RETRIES_BURNED", "Reach", "START", "STRICT_BUDGETS", "SUMMARY", "Stay", "TAIL",
+    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "FOLLOWS", "Criterion", "DELETION_COST", "Facts", "GANG_WORK", "GUARANTEED", "HOMELESS", "JOBS_FAILED", "Kind",
+    "MANAGERS", "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PENDING_ROOM", "PER_POD", "PRIORITY_SUM", "RETRIES_BURNED", "Reach", "START", "STRICT_BUDGETS", "SUMMARY", "Stay",
     "TIME_TO_ROOM", "TOP_PRIORITY", "Unit", "VICTIMS", "WORK_LOST", "values",
 ]
