@@ -205,7 +205,7 @@ def room_for_pending(v: ClusterView, node: str, preemptor: Pod | None):
     if preemptor is None:
         return None
     info = v.nodes[node]
-    return pending_room.room(pending_room.queue(v.pods.values(), preemptor), info.node, info.requested, preemptor)
+    return pending_room.room(pending_room.queue(v.waiting.values(), preemptor), info.node, info.requested, preemptor)
 
 
 def reference_key(victims, facts, order=None) -> tuple:
