@@ -26,6 +26,10 @@ view and priority level) follow, each a floor for one criterion of policy.rankin
   (some victim must go);
 * the longest time to room: at least the shortest grace period among the candidates (some
   live victim must go; terminating victims count nothing);
+* the pending pods left without room (policy.criteria.pending_room), where the victims are the
+  victims' bound (a set with more is above the floor on the number already): the pending pods
+  that would not fit, each alone, in what the node has left once that many of the largest
+  candidates and every terminating one are gone; per request, as the pending pods change;
 * the work lost since the last checkpoint (policy.criteria.work_lost): the victims are at least
   the victims' bound, and each loses at least the smallest weight among the candidates times its
   age, so at least that weight times the bound's number of youngest ages; the ages depend on the
@@ -44,7 +48,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from policy import ranking, resources
-from policy.criteria import Reach, work_lost
+from policy.criteria import Reach, pending_room, work_lost
 from policy.homes import Homes, shape_of
 from policy.model import Pod
 from policy.pdb import spent_on
@@ -175,9 +179,14 @@ class Floors:
 
     def __init__(
         self, view: ClusterView, preemptor: Pod, order: ranking.Order = ranking.DEFAULT, homes: Homes | None = None,
-        now: float | None = None,
+        now: float | None = None, pending: pending_room.Queue | None = None,
     ) -> None:
         priority = preemptor.priority
+        self._preemptor = preemptor
+        # The pending pods' queue (policy.criteria.pending_room), where the order ranks it and it has any.
+        self._pending = pending if pending is not None and pending.shapes and ranking.PENDING_ROOM in order.criteria else None
+        self._pending_at = order.position(ranking.PENDING_ROOM) if self._pending is not None else None
+        self._victims_at = order.position(ranking.VICTIMS)
         self._now = now
         self._order = order
         self._homes = homes
@@ -218,6 +227,29 @@ class Floors:
         node of the view, or (``kept_with_view=False``) one built for this request, whose
         summary is then computed afresh."""
         summary = _summarise(self._view, info, self._priority) if not kept_with_view else None
+        found = self._without_pending(info, reservations, summary)
+        if self._pending_at is None or found is NO_ROOM or found is self.free:
+            return found
+        return self._with_pending(found, info, summary or self._below(info.name))
+
+    def _with_pending(self, found: tuple, info: NodeInfo, summary: Below) -> tuple:
+        """``found`` (arranged) with its bound on the pending pods left without room, for sets
+        of as many victims as its bound (policy.criteria.pending_room): never kept."""
+        here = pending_room.room(self._pending, info.node, info.requested, self._preemptor)
+        if here is None or not here.needs:
+            return found
+        victims = found[self._victims_at]
+        free = {}
+        for r, (over, _) in summary.room.items():
+            sums = summary.largest.get(r)
+            freed = sums[min(victims, len(sums) - 1)] if sums else 0
+            free[r] = freed - over - self._preemptor.requests.get(r, 0)
+        least = pending_room.without_room(here, free)
+        at = self._pending_at
+        return (*found[:at], least, *found[at + 1 :]) if least else found
+
+    def _without_pending(self, info: NodeInfo, reservations: Sequence[Pod], summary: Below | None) -> tuple:
+        """``__call__`` but for the pending pods' bound."""
         if summary is not None:
             found = self._floor(summary, reservations)
         elif not reservations:
@@ -297,7 +329,7 @@ class Floors:
 
 def floor(
     view: ClusterView, info: NodeInfo, preemptor: Pod, reservations: Sequence[Pod], order: ranking.Order = ranking.DEFAULT,
-    homes: Homes | None = None, now: float | None = None,
+    homes: Homes | None = None, now: float | None = None, pending: pending_room.Queue | None = None,
 ) -> tuple:
-    """Floors(view, preemptor, order, homes, now)(info, reservations), for one node."""
-    return Floors(view, preemptor, order, homes, now)(info, reservations)
+    """Floors(view, preemptor, order, homes, now, pending)(info, reservations), for one node."""
+    return Floors(view, preemptor, order, homes, now, pending)(info, reservations)

@@ -37,6 +37,7 @@ from policy.criteria import (
     MOVABLE,
     OPTED_OUT,
     PDB_VIOLATIONS,
+    PENDING_ROOM,
     PRIORITY_SUM,
     RETRIES_BURNED,
     START,
@@ -56,7 +57,7 @@ from policy.model import Pod
 # The criteria by name, with the rest of the ranking's vocabulary.
 __all__ = [
     "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "DEFAULT", "DELETION_COST", "GANG_WORK", "GUARANTEED", "HOMELESS", "JOBS_FAILED", "MANAGERS",
-    "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PRIORITY_SUM", "RETRIES_BURNED", "SHIFT", "START", "STRICT_BUDGETS", "TOP_PRIORITY", "VICTIMS", "WORK_LOST", "Cost",
+    "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PENDING_ROOM", "PRIORITY_SUM", "RETRIES_BURNED", "SHIFT", "START", "STRICT_BUDGETS", "TOP_PRIORITY", "VICTIMS", "WORK_LOST", "Cost",
     "Criterion", "Facts", "FULL", "Kind", "Layout", "Order", "Reach", "Unit", "best",
 ]
 

@@ -15,8 +15,10 @@ every pending pod; policy.replay puts the queue's pods in its view, as a dump ho
 
 Not monotone in the victims: a victim more frees room, so the value may drop. Placed after the
 number of victims it never makes reprieve evict a pod more for room (a set with a victim more
-is worse on the number before this criterion is read); the exact search and the node bounds
-read its least, 0, which no set is below."""
+is worse on the number before this criterion is read); the exact search reads its least, 0,
+which no set is below. Its node bound (policy.bounds) holds for the sets with the fewest victims
+the node can need, the only ones that tie with the bound up to this criterion: they free at most
+the largest candidates' requests, that many of them, and the terminating pods."""
 
 from __future__ import annotations
 
@@ -85,8 +87,13 @@ def unfit(victims: Sequence[Pod], live: Sequence[Pod], facts: Facts) -> tuple[in
     for victim in victims:
         for name, value in victim.requests.items():
             free[name] = free.get(name, 0) + value
-    left = sum(count for need, count in here.needs if any(value > free.get(name, 0) for name, value in need))
+    left = without_room(here, free)
     return left, left
+
+
+def without_room(here: Room, free: Vector) -> int:
+    """How many of ``here``'s pending pods would not fit, each alone, in ``free``."""
+    return sum(count for need, count in here.needs if any(value > free.get(name, 0) for name, value in need))
 
 
 def _show(value: float, _) -> str:

@@ -41,7 +41,7 @@ def _judge(request: Request) -> tuple[dict[str, NodeOutcome], list[tuple[tuple, 
     floors: list[tuple[tuple, str]] = []
     solved: dict[str, NodeOutcome] = {}
     floors_of = None if request.exhaustive else bounds.Floors(
-        request.view, request.preemptor, request.order, request.homes, request.now
+        request.view, request.preemptor, request.order, request.homes, request.now, request.choosing.pending
     )
     floor_of = None if floors_of is None else _floors(request, floors_of)
     for name, proposal in request.proposals.items():
