@@ -58,6 +58,7 @@ def pod(
     job: str | None = None,
     index: tuple[int, int] | None = None,
     grace: int = 30,
+    gated: bool = False,
     **extended: int,
 ) -> Pod:
     """``gang=(name, minimum)``: a member of a Kueue-style gang ``name`` in ``ns`` needing
@@ -104,6 +105,7 @@ def pod(
         checkpoint=checkpoint,
         job_index=None if index is None else JobIndex(*index),
         grace=grace,
+        gated=gated,
     )
 
 

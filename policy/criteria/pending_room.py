@@ -2,8 +2,9 @@
 whose node, once its victims are gone and the preemptor placed, still has room for more of the
 pods waiting to be scheduled (issue 28: what the room left is good for).
 
-The pods waiting are the view's pods with no node (pending), but the preemptor, terminating ones
-and those nominated to a node (the scheduler holds their room already), that the node's filters admit (policy.placement: cordon, taints, node selector and
+The pods waiting are the view's pods the scheduler queues (no node, not terminating, not
+scheduling-gated: policy.scheduling_queue) but the preemptor and those nominated to a node (the
+scheduler holds their room already), that the node's filters admit (policy.placement: cordon, taints, node selector and
 affinity); each is counted by its requests alone, against the room the node has left: its
 allocatable, less what its pods request, plus what the victims free, less the preemptor's
 requests (room held by nominated pods is not subtracted). A set's value is how many of them would
@@ -30,6 +31,7 @@ from policy.criteria.criterion import Criterion, Facts, Kind
 from policy.model import Node, Pod
 from policy.placement import Placement
 from policy.resources import Vector, checked_resources
+from policy.scheduling_queue import left_out
 
 # A pending pod's shape: its requests (sorted items) and its node constraints.
 Shape = tuple[tuple[tuple[str, int], ...], Placement]
@@ -53,10 +55,11 @@ class Room:
 
 
 def queue(pods: Iterable[Pod], preemptor: Pod) -> Queue:
-    """The pending pods among ``pods`` (no node, not terminating), but ``preemptor``."""
+    """The pods among ``pods`` the scheduler queues (policy.scheduling_queue: no node, not
+    terminating, not gated) and nominated nowhere, but ``preemptor``."""
     counts: Counter = Counter()
     for pod in pods:
-        if pod.node_name is None and pod.nominated_node_name is None and not pod.terminating and pod.uid != preemptor.uid:
+        if not left_out(pod) and pod.nominated_node_name is None and pod.uid != preemptor.uid:
             counts[(tuple(sorted(pod.requests.items())), pod.placement)] += 1
     return Queue(tuple(counts.items()))
 
