@@ -187,6 +187,7 @@ class Floors:
         self._pending = pending if pending is not None and pending.shapes and ranking.PENDING_ROOM in order.criteria else None
         self._pending_at = order.position(ranking.PENDING_ROOM) if self._pending is not None else None
         self._victims_at = order.position(ranking.VICTIMS)
+        self._pending_reads = pending_room.reads(self._pending) if self._pending is not None else ()
         self._now = now
         self._order = order
         self._homes = homes
@@ -235,16 +236,17 @@ class Floors:
     def _with_pending(self, found: tuple, info: NodeInfo, summary: Below) -> tuple:
         """``found`` (arranged) with its bound on the pending pods left without room, for sets
         of as many victims as its bound (policy.criteria.pending_room): never kept."""
-        here = pending_room.room(self._pending, info.node, info.requested, self._preemptor)
-        if here is None or not here.needs:
+        needs = pending_room.admitted(self._pending, info.node)
+        if not needs:
             return found
         victims = found[self._victims_at]
         free = {}
-        for r, (over, _) in summary.room.items():
-            sums = summary.largest.get(r)
-            freed = sums[min(victims, len(sums) - 1)] if sums else 0
-            free[r] = freed - over - self._preemptor.requests.get(r, 0)
-        least = pending_room.without_room(here, free)
+        room, largest, asked = summary.room, summary.largest, self._preemptor.requests
+        for r in self._pending_reads:  # only what the pending pods need
+            over = room.get(r, _NOTHING)[0]
+            sums = largest.get(r)
+            free[r] = (sums[min(victims, len(sums) - 1)] if sums else 0) - over - asked.get(r, 0)
+        least = pending_room.without_room(needs, free)
         at = self._pending_at
         return (*found[:at], least, *found[at + 1 :]) if least else found
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from policy.criteria.criterion import Criterion, Facts, Kind
 from policy.model import Node, Pod
@@ -33,35 +33,68 @@ from policy.placement import Placement
 from policy.resources import Vector, checked_resources
 from policy.scheduling_queue import left_out
 
-# A pending pod's shape: its requests (sorted items) and its node constraints.
-Shape = tuple[tuple[tuple[str, int], ...], Placement]
+# What a pending pod needs of a node's room: the resources the scheduler checks (policy.resources)
+# with their amounts, as (name, amount) pairs.
+Need = tuple[tuple[str, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Queue:
-    """The pending pods of one request's view, grouped by shape, with their counts."""
+    """The pending pods of one request's view: per node constraints (policy.placement), their
+    needs with how many pods have each. ``admitted`` keeps, for the request, the needs a kind of
+    node admits (nodes alike in what the placements read admit the same)."""
 
-    shapes: tuple[tuple[Shape, int], ...]
+    by_placement: tuple[tuple[Placement, tuple[tuple[Need, int], ...]], ...]
+    admitted: dict = field(default_factory=dict, compare=False, repr=False)
+    labelled: bool = False  # some placement reads a node's labels or name (a selector or an affinity)
+
+    @property
+    def shapes(self) -> bool:
+        return bool(self.by_placement)
 
 
 @dataclass(frozen=True, slots=True)
 class Room:
     """One node's room for the pending pods, before any victim: ``base`` is its allocatable less
-    its pods' requests and the preemptor's (may be negative); ``needs`` the requests of the
-    pending pods its filters admit, each with the resources the scheduler checks, and count."""
+    its pods' requests and the preemptor's (may be negative); ``needs`` the needs of the pending
+    pods its filters admit, with how many pods have each."""
 
     base: Vector
-    needs: tuple[tuple[tuple[tuple[str, int], ...], int], ...]
+    needs: tuple[tuple[Need, int], ...]
 
 
 def queue(pods: Iterable[Pod], preemptor: Pod) -> Queue:
     """The pods among ``pods`` the scheduler queues (policy.scheduling_queue: no node, not
     terminating, not gated) and nominated nowhere, but ``preemptor``."""
-    counts: Counter = Counter()
+    counts: dict[Placement, Counter] = {}
     for pod in pods:
         if not left_out(pod) and pod.nominated_node_name is None and pod.uid != preemptor.uid:
-            counts[(tuple(sorted(pod.requests.items())), pod.placement)] += 1
-    return Queue(tuple(counts.items()))
+            wanted = pod.requests
+            need = tuple((name, wanted[name]) for name in checked_resources(wanted))
+            counts.setdefault(pod.placement, Counter())[need] += 1
+    labelled = any(p.node_selector or p.affinity is not None for p in counts)
+    return Queue(tuple((placement, tuple(needs.items())) for placement, needs in counts.items()), labelled=labelled)
+
+
+def reads(pending: Queue) -> tuple[str, ...]:
+    """The resources the pending pods need."""
+    return tuple({name: None for _, counted in pending.by_placement for need, _ in counted for name, _ in need})
+
+
+def admitted(pending: Queue, node: Node) -> tuple[tuple[Need, int], ...]:
+    """The needs of the pending pods ``node``'s filters admit, with their counts."""
+    # What the placements read of a node: its cordon and taints, and its labels and name where
+    # one has a node selector or affinity.
+    key = (node.name, node.unschedulable, node.taints) if pending.labelled else (node.unschedulable, node.taints)
+    found = pending.admitted.get(key)
+    if found is None:
+        needs: Counter = Counter()
+        for placement, counted in pending.by_placement:
+            if not placement.refusal(node):
+                for need, count in counted:
+                    needs[need] += count
+        found = pending.admitted[key] = tuple(needs.items())
+    return found
 
 
 def room(pending: Queue | None, node: Node, requested: Vector, preemptor: Pod) -> Room | None:
@@ -73,12 +106,7 @@ def room(pending: Queue | None, node: Node, requested: Vector, preemptor: Pod) -
         base[name] = base.get(name, 0) - value
     for name, value in preemptor.requests.items():
         base[name] = base.get(name, 0) - value
-    needs: Counter = Counter()
-    for (items, placement), count in pending.shapes:
-        if not placement.refusal(node):
-            wanted = dict(items)
-            needs[tuple((name, wanted[name]) for name in checked_resources(wanted))] += count
-    return Room(base, tuple(needs.items()))
+    return Room(base, admitted(pending, node))
 
 
 def unfit(victims: Sequence[Pod], live: Sequence[Pod], facts: Facts) -> tuple[int, int]:
@@ -90,13 +118,13 @@ def unfit(victims: Sequence[Pod], live: Sequence[Pod], facts: Facts) -> tuple[in
     for victim in victims:
         for name, value in victim.requests.items():
             free[name] = free.get(name, 0) + value
-    left = without_room(here, free)
+    left = without_room(here.needs, free)
     return left, left
 
 
-def without_room(here: Room, free: Vector) -> int:
-    """How many of ``here``'s pending pods would not fit, each alone, in ``free``."""
-    return sum(count for need, count in here.needs if any(value > free.get(name, 0) for name, value in need))
+def without_room(needs: Sequence[tuple[Need, int]], free: Vector) -> int:
+    """How many of the pending pods with ``needs`` would not fit, each alone, in ``free``."""
+    return sum(count for need, count in needs if any(value > free.get(name, 0) for name, value in need))
 
 
 def _show(value: float, _) -> str:
