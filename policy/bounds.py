@@ -221,14 +221,25 @@ class Floors:
             return (self._order.arrange(self._with_homeless(found, name, below)), found[_VICTIMS]), True
         return found, False
 
-    def __call__(self, info: NodeInfo, reservations: Sequence[Pod], *, kept_with_view: bool = True) -> tuple:
+    def __call__(
+        self, info: NodeInfo, reservations: Sequence[Pod], *, kept_with_view: bool = True, pending: bool = True
+    ) -> tuple:
         """A lower bound on policy.ranking's key for any victims select_victims may pick on
         ``info`` (its screen, ``nameable`` and ``at_least`` only make them cost more), or
         NO_ROOM when even every lower-priority pod gone leaves too little room. ``info`` is a
         node of the view, or (``kept_with_view=False``) one built for this request, whose
-        summary is then computed afresh."""
+        summary is then computed afresh. ``pending=False``: without the bound on the pending
+        pods left without room (its least, 0, stands), which ``with_pending`` adds later for a
+        node of the view: policy.preempt reads it only for the nodes that may still win."""
         summary = _summarise(self._view, info, self._priority) if not kept_with_view else None
         found = self._without_pending(info, reservations, summary)
+        if not pending:
+            return found
+        return self.with_pending(found, info, summary)
+
+    def with_pending(self, found: tuple, info: NodeInfo, summary: Below | None = None) -> tuple:
+        """``found``, a floor of ``info`` (a node of the view unless ``summary`` is its own), with
+        its bound on the pending pods left without room."""
         if self._pending_at is None or found is NO_ROOM or found is self.free:
             return found
         return self._with_pending(found, info, summary or self._below(info.name))

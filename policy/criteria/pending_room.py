@@ -4,8 +4,8 @@ pods waiting to be scheduled (issue 28: what the room left is good for).
 
 The pods waiting are the view's pods the scheduler queues (no node, not terminating, not
 scheduling-gated: policy.scheduling_queue) but the preemptor and those nominated to a node (the
-scheduler holds their room already), that the node's filters admit (policy.placement: cordon, taints, node selector and
-affinity); each is counted by its requests alone, against the room the node has left: its
+scheduler holds their room already), that the node's filters admit (policy.placement: cordon,
+taints, node selector and affinity); each is counted by its requests alone, against the room the node has left: its
 allocatable, less what its pods request, plus what the victims free, less the preemptor's
 requests (room held by nominated pods is not subtracted). A set's value is how many of them would
 not fit there, each alone; with no pending pod in the view every set's value is 0 and the
