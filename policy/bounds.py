@@ -184,7 +184,7 @@ class Floors:
         priority = preemptor.priority
         self._preemptor = preemptor
         # The pending pods' queue (policy.criteria.pending_room), where the order ranks it and it has any.
-        self._pending = pending if pending is not None and pending.shapes and ranking.PENDING_ROOM in order.criteria else None
+        self._pending = pending if pending is not None and pending.has_pods and ranking.PENDING_ROOM in order.criteria else None
         self._pending_at = order.position(ranking.PENDING_ROOM) if self._pending is not None else None
         self._victims_at = order.position(ranking.VICTIMS)
         self._pending_reads = pending_room.reads(self._pending) if self._pending is not None else ()

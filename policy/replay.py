@@ -35,6 +35,10 @@ Jobs are kept current as the Job controller keeps them (policy.jobs.spend): each
 counts adds a failure, and a budget exhausted fails the index or the Job. A failed Job's other
 pods keep running here (the controller would delete them, freeing room neither side chose).
 
+The pods of the queue are in each side's view from the start, pending (as a dump shows the
+pods waiting), until their turn binds them; a pod left pending stays in it. Only
+policy.criteria.pending_room reads them.
+
 Everything is deterministic; the measures are documented on ``Totals`` (and in
 docs/simulate.md).
 """

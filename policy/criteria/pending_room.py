@@ -49,7 +49,7 @@ class Queue:
     labelled: bool = False  # some placement reads a node's labels or name (a selector or an affinity)
 
     @property
-    def shapes(self) -> bool:
+    def has_pods(self) -> bool:
         return bool(self.by_placement)
 
 
@@ -99,7 +99,7 @@ def admitted(pending: Queue, node: Node) -> tuple[tuple[Need, int], ...]:
 
 def room(pending: Queue | None, node: Node, requested: Vector, preemptor: Pod) -> Room | None:
     """``node``'s Room for ``pending`` (None where nothing is pending)."""
-    if pending is None or not pending.shapes:
+    if pending is None or not pending.has_pods:
         return None
     base = dict(node.allocatable)
     for name, value in requested.items():
