@@ -1,7 +1,7 @@
 """In-process latency of each verb on a large synthetic cluster, beside the floor.
 
     python bench/verbs.py [--nodes 500] [--pods 10000] [--candidates 100] [--rounds 300]
-                          [--baseline REV] [--cpu] [--profile]
+                          [--waiting 0] [--baseline REV] [--cpu] [--profile]
 
 Builds a snapshot-sized cluster (nodes of 32 cpu / 128Gi, pods of mixed priority, QoS and
 PDB coverage, some nominated pods), then times complete requests through the Flask app
@@ -59,8 +59,10 @@ except ImportError:  # a tree before issue 31's collector (--baseline)
 PRIORITIES = [0, 100, 1000, 10000]
 
 
-def cluster(nodes: int, pods: int, rng: random.Random) -> list[dict]:
-    items: list[dict] = []
+def cluster(nodes: int, pods: int, rng: random.Random, waiting: int = 0) -> list[dict]:
+    """The cluster's documents; ``waiting``: that many pending pods nominated nowhere besides
+    (the queue policy.criteria.pending_room reads), of the bound pods' shapes and priorities."""
+    items: list[dict] = waiting_pods(waiting, random.Random(11))
     for n in range(nodes):
         items.append(
             {
@@ -107,6 +109,22 @@ def cluster(nodes: int, pods: int, rng: random.Random) -> list[dict]:
             }
         )
     return items
+
+
+def waiting_pods(count: int, rng: random.Random) -> list[dict]:
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"waiting-{i}", "namespace": f"ns-{i % 50}", "uid": f"waiting-uid-{i}"},
+            "spec": {
+                "priority": rng.choice(PRIORITIES[:3]),
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": rng.choice(["250m", "1", "4", "16"]), "memory": "1Gi"}}}],
+            },
+            "status": {},
+        }
+        for i in range(count)
+    ]
 
 
 def preemptor(cpu: str) -> dict:
@@ -223,7 +241,7 @@ def first_asks(view, **kwargs):
 
 def measure(args: argparse.Namespace) -> dict:
     rng = random.Random(7)
-    view = from_documents(cluster(args.nodes, args.pods, rng), source="bench")
+    view = from_documents(cluster(args.nodes, args.pods, rng, args.waiting), source="bench")
     client = create_app(Settings(), cluster=StaticCluster(view)).test_client()
     if args.freeze:
         gc.freeze()
@@ -346,7 +364,7 @@ def _reassessed(view, rules, rounds: int) -> list[float] | None:
 def _child(tree: Path, args: argparse.Namespace) -> dict:
     env = {**os.environ, "REPRIEVE_TREE": str(tree), "PYTHONHASHSEED": "0"}
     cmd = [sys.executable, str(HERE), "--json", "--nodes", str(args.nodes), "--pods", str(args.pods),
-           "--candidates", str(args.candidates), "--rounds", str(args.rounds)]
+           "--candidates", str(args.candidates), "--rounds", str(args.rounds), "--waiting", str(args.waiting)]
     if not args.freeze:
         cmd.append("--no-freeze")
     if args.cpu:
@@ -364,6 +382,7 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=10_000)
     parser.add_argument("--candidates", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=300)
+    parser.add_argument("--waiting", type=int, default=0, help="pending pods nominated nowhere besides (the pending pods' queue)")
     parser.add_argument("--freeze", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--baseline", help="git revision to compare against (run from its `git archive`)")
     parser.add_argument("--cpu", action="store_true",

@@ -26,6 +26,10 @@ view and priority level) follow, each a floor for one criterion of policy.rankin
   (some victim must go);
 * the longest time to room: at least the shortest grace period among the candidates (some
   live victim must go; terminating victims count nothing);
+* the pending pods left without room (policy.criteria.pending_room), where the victims are the
+  victims' bound (a set with more is above the floor on the number already): the pending pods
+  that would not fit, each alone, in what the node has left once that many of the largest
+  candidates and every terminating one are gone; per request, as the pending pods change;
 * the work lost since the last checkpoint (policy.criteria.work_lost): the victims are at least
   the victims' bound, and each loses at least the smallest weight among the candidates times its
   age, so at least that weight times the bound's number of youngest ages; the ages depend on the
@@ -44,7 +48,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from policy import ranking, resources
-from policy.criteria import Reach, work_lost
+from policy.criteria import Reach, pending_room, work_lost
 from policy.homes import Homes, shape_of
 from policy.model import Pod
 from policy.pdb import spent_on
@@ -175,9 +179,15 @@ class Floors:
 
     def __init__(
         self, view: ClusterView, preemptor: Pod, order: ranking.Order = ranking.DEFAULT, homes: Homes | None = None,
-        now: float | None = None,
+        now: float | None = None, pending: pending_room.Queue | None = None,
     ) -> None:
         priority = preemptor.priority
+        self._preemptor = preemptor
+        # The pending pods' queue (policy.criteria.pending_room), where the order ranks it and it has any.
+        self._pending = pending if pending is not None and pending.has_pods and ranking.PENDING_ROOM in order.criteria else None
+        self._pending_at = order.position(ranking.PENDING_ROOM) if self._pending is not None else None
+        self._victims_at = order.position(ranking.VICTIMS)
+        self._pending_reads = pending_room.reads(self._pending) if self._pending is not None else ()
         self._now = now
         self._order = order
         self._homes = homes
@@ -211,13 +221,48 @@ class Floors:
             return (self._order.arrange(self._with_homeless(found, name, below)), found[_VICTIMS]), True
         return found, False
 
-    def __call__(self, info: NodeInfo, reservations: Sequence[Pod], *, kept_with_view: bool = True) -> tuple:
+    def __call__(
+        self, info: NodeInfo, reservations: Sequence[Pod], *, kept_with_view: bool = True, pending: bool = True
+    ) -> tuple:
         """A lower bound on policy.ranking's key for any victims select_victims may pick on
         ``info`` (its screen, ``unnameable`` and ``at_least`` only make them cost more), or
         NO_ROOM when even every lower-priority pod gone leaves too little room. ``info`` is a
         node of the view, or (``kept_with_view=False``) one built for this request, whose
-        summary is then computed afresh."""
+        summary is then computed afresh. ``pending=False``: without the bound on the pending
+        pods left without room (its least, 0, stands), which ``with_pending`` adds later for a
+        node of the view: policy.preempt reads it only for the nodes that may still win."""
         summary = _summarise(self._view, info, self._priority) if not kept_with_view else None
+        found = self._without_pending(info, reservations, summary)
+        if not pending:
+            return found
+        return self.with_pending(found, info, summary)
+
+    def with_pending(self, found: tuple, info: NodeInfo, summary: Below | None = None) -> tuple:
+        """``found``, a floor of ``info`` (a node of the view unless ``summary`` is its own), with
+        its bound on the pending pods left without room."""
+        if self._pending_at is None or found is NO_ROOM or found is self.free:
+            return found
+        return self._with_pending(found, info, summary or self._below(info.name))
+
+    def _with_pending(self, found: tuple, info: NodeInfo, summary: Below) -> tuple:
+        """``found`` (arranged) with its bound on the pending pods left without room, for sets
+        of as many victims as its bound (policy.criteria.pending_room): never kept."""
+        needs = pending_room.admitted(self._pending, info.node)
+        if not needs:
+            return found
+        victims = found[self._victims_at]
+        free = {}
+        room, largest, asked = summary.room, summary.largest, self._preemptor.requests
+        for r in self._pending_reads:  # only what the pending pods need
+            over = room.get(r, _NOTHING)[0]
+            sums = largest.get(r)
+            free[r] = (sums[min(victims, len(sums) - 1)] if sums else 0) - over - asked.get(r, 0)
+        least = pending_room.without_room(needs, free)
+        at = self._pending_at
+        return (*found[:at], least, *found[at + 1 :]) if least else found
+
+    def _without_pending(self, info: NodeInfo, reservations: Sequence[Pod], summary: Below | None) -> tuple:
+        """``__call__`` but for the pending pods' bound."""
         if summary is not None:
             found = self._floor(summary, reservations)
         elif not reservations:
@@ -297,7 +342,7 @@ class Floors:
 
 def floor(
     view: ClusterView, info: NodeInfo, preemptor: Pod, reservations: Sequence[Pod], order: ranking.Order = ranking.DEFAULT,
-    homes: Homes | None = None, now: float | None = None,
+    homes: Homes | None = None, now: float | None = None, pending: pending_room.Queue | None = None,
 ) -> tuple:
-    """Floors(view, preemptor, order, homes, now)(info, reservations), for one node."""
-    return Floors(view, preemptor, order, homes, now)(info, reservations)
+    """Floors(view, preemptor, order, homes, now, pending)(info, reservations), for one node."""
+    return Floors(view, preemptor, order, homes, now, pending)(info, reservations)

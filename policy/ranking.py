@@ -27,6 +27,7 @@ from policy.criteria import (
     BURSTABLE,
     BY_NAME,
     DELETION_COST,
+    FOLLOWS,
     GANG_WORK,
     CANONICAL,
     GUARANTEED,
@@ -36,6 +37,7 @@ from policy.criteria import (
     MOVABLE,
     OPTED_OUT,
     PDB_VIOLATIONS,
+    PENDING_ROOM,
     PRIORITY_SUM,
     RETRIES_BURNED,
     START,
@@ -55,7 +57,7 @@ from policy.model import Pod
 # The criteria by name, with the rest of the ranking's vocabulary.
 __all__ = [
     "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "DEFAULT", "DELETION_COST", "GANG_WORK", "GUARANTEED", "HOMELESS", "JOBS_FAILED", "MANAGERS",
-    "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PRIORITY_SUM", "RETRIES_BURNED", "SHIFT", "START", "STRICT_BUDGETS", "TOP_PRIORITY", "VICTIMS", "WORK_LOST", "Cost",
+    "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PENDING_ROOM", "PRIORITY_SUM", "RETRIES_BURNED", "SHIFT", "START", "STRICT_BUDGETS", "TOP_PRIORITY", "VICTIMS", "WORK_LOST", "Cost",
     "Criterion", "Facts", "FULL", "Kind", "Layout", "Order", "Reach", "Unit", "best",
 ]
 
@@ -104,7 +106,8 @@ def _floor_index(c: Criterion) -> int:
 
 
 class Order(Layout):
-    """A ranking order: CANONICAL with MOVABLE in the order given (all of them, once each).
+    """A ranking order: CANONICAL with MOVABLE in the order given (all of them, once each), each
+    followed by what FOLLOWS it.
     ``strict``: the policy's strictBudgets is on, and its violations come first of all;
     otherwise the order leaves that criterion out (its value is 0 for every set)."""
 
@@ -114,7 +117,8 @@ class Order(Layout):
                 "name each of " + ", ".join(repr(c.name) for c in MOVABLE) + " once"
                 + (f" (given: {', '.join(repr(c.name) for c in movable)})" if movable else "")
             )
-        super().__init__((*((STRICT_BUDGETS,) if strict else ()), OPTED_OUT, *movable, START))
+        placed = (x for c in movable for x in (c, *((FOLLOWS[c],) if c in FOLLOWS else ())))
+        super().__init__((*((STRICT_BUDGETS,) if strict else ()), OPTED_OUT, *placed, START))
         self.strict = strict
         # Where each criterion of this order sits in CANONICAL: a key is the canonical tuple
         # read in this order (None: the canonical order itself, no copy needed; _skip: the
@@ -126,7 +130,7 @@ class Order(Layout):
 
     def with_strict(self) -> "Order":
         """This order with the strict budget violations first (itself if they are already)."""
-        return self if self.strict else Order(self.criteria[1:-1], strict=True)
+        return self if self.strict else Order([c for c in self.criteria[1:-1] if c in MOVABLE], strict=True)
 
     @classmethod
     def named(cls, names: Iterable[str]) -> "Order":

@@ -35,6 +35,10 @@ Jobs are kept current as the Job controller keeps them (policy.jobs.spend): each
 counts adds a failure, and a budget exhausted fails the index or the Job. A failed Job's other
 pods keep running here (the controller would delete them, freeing room neither side chose).
 
+The pods of the queue are in each side's view from the start, pending (as a dump shows the
+pods waiting), until their turn binds them; a pod left pending stays in it. Only
+policy.criteria.pending_room reads them.
+
 Everything is deterministic; the measures are documented on ``Totals`` (and in
 docs/simulate.md).
 """
@@ -254,7 +258,7 @@ def replay(
     under a policy)."""
     decider = decider or (reprieve_with(now=now) if side == REPRIEVE else SIDES[side])
     floor = floor_priority(view, pending) if floor is None else floor
-    cluster = _Cluster(view)
+    cluster = _Cluster(view, pending)
     queue: list[tuple[Pod, int]] = [(p, 0) for p in pending]
     steps: list[Step] = []
     removed: list[Pod] = []
@@ -280,7 +284,9 @@ def replay(
         cluster.apply(pod, choice.node, choice.victims)
         removed.extend(live)
         if replace:
-            queue.extend((r, depth + 1) for v in live if (r := cluster.replacement(v, current.stake_of(v))) is not None)
+            made = [r for v in live if (r := cluster.replacement(v, current.stake_of(v))) is not None]
+            cluster.wait(made)
+            queue.extend((r, depth + 1) for r in made)
         steps.append(
             Step(pod.key, depth, choice.node, tuple(v.key for v in live), violations, no_home, choice.why, broken, stranded,
                  managed_lost=managed_lost, jobs_failed=failed, retries_burned=burned,
@@ -357,7 +363,7 @@ def _replacement(victim: Pod, index: jobs.JobIndex | None) -> Pod:
 class _Cluster:
     """One side's copy of the cluster, rebuilt as a ClusterView after each step."""
 
-    def __init__(self, view: ClusterView) -> None:
+    def __init__(self, view: ClusterView, pending: Sequence[Pod] = ()) -> None:
         self._nodes = [info.node for info in view.nodes.values()]
         self._pods = dict(view.pods)
         self._classes = tuple(view.priority_classes.values())
@@ -368,6 +374,15 @@ class _Cluster:
         self._desired = {b.key: self._healthy(b) - b.disruptions_allowed for b in budgets}
         self._budgets = budgets
         self.view = view
+        self.wait(pending)
+
+    def wait(self, pending: Sequence[Pod]) -> None:
+        """``pending`` join the view unbound, as a dump shows the pods waiting to be scheduled
+        (policy.criteria.pending_room reads them); each is bound by ``apply`` or stays pending."""
+        if not pending:
+            return
+        self._pods.update((p.uid, p) for p in pending)
+        self._rebuild()
 
     def _healthy(self, budget: DisruptionBudget) -> int:
         return sum(
@@ -383,6 +398,9 @@ class _Cluster:
             dataclasses.replace(b, disruptions_allowed=max(0, self._healthy(b) - self._desired[b.key]))
             for b in self._budgets
         ]
+        self._rebuild()
+
+    def _rebuild(self) -> None:
         self.view = ClusterView.build(
             nodes=self._nodes, pods=self._pods.values(), budgets=self._budgets, priority_classes=self._classes,
             group_minimums=self._groups, jobs=self._jobs.values(),

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from policy import apps, exact, gangs, jobs, ranking, resources
 from policy.causes import Cause
-from policy.criteria import Facts
+from policy.criteria import Facts, pending_room
 from policy.homes import NONE_HOMELESS, Homeless, Homes, homeless
 from policy.importance import more_important, most_important_first
 from policy.model import Pod
@@ -44,6 +44,7 @@ class Choosing:
     # request: policy.preempt asks again for the node it offers, with the swap pass.
     greedy: dict = field(default_factory=dict, compare=False, repr=False)
     now: float | None = None  # the request's time, seconds since the epoch (policy.criteria.work_lost)
+    pending: pending_room.Queue | None = None  # the view's pending pods (policy.criteria.pending_room)
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +249,7 @@ def _attempt(
         choosing.budgets_of, choosing.gang_of, first, no_home,
         app_of=choosing.app_of, strict_of=choosing.strict_of, stake_of=choosing.stake_of,
         now=choosing.now, allocatable=node.node.allocatable,
+        pending_room=pending_room.room(choosing.pending, node.node, node.requested, preemptor),
     )
     search = exact.Search(room, checked, live, leaving, facts, choosing.order)
     greedy = _greedy_best(here, choosing, search, candidates, first)

@@ -108,6 +108,8 @@ class ClusterView:
     # Applications with a manager (policy.apps): key -> every pod that carries it.
     app_members: Mapping[str, tuple[Pod, ...]] = field(default_factory=dict)
     jobs: Mapping[str, Job] = field(default_factory=dict)  # Jobs by UID (policy.jobs)
+    # Pending pods nominated nowhere, by UID: the queue policy.criteria.pending_room reads.
+    waiting: Mapping[str, Pod] = field(default_factory=dict)
     # Per-node summaries that do not depend on the pod being decided (see summary()):
     # what -> node name -> summary, computed on first use and kept for the view's lifetime.
     memo: dict[tuple, dict[str, object]] = field(default_factory=dict, compare=False, repr=False)
@@ -145,11 +147,14 @@ class ClusterView:
                 in_app[pod.app.key].append(pod)
         bound: dict[str, list[Pod]] = defaultdict(list)
         nominated: dict[str, list[Pod]] = defaultdict(list)
+        waiting: dict[str, Pod] = {}
         for pod in pods:
             if pod.node_name is not None:
                 bound[pod.node_name].append(pod)
             elif pod.nominated_node_name is not None:
                 nominated[pod.nominated_node_name].append(pod)
+            else:
+                waiting[pod.uid] = pod
         by_namespace: dict[str, list[DisruptionBudget]] = defaultdict(list)
         for budget in budgets:
             by_namespace[budget.namespace].append(budget)
@@ -173,6 +178,7 @@ class ClusterView:
             group_minimums={g.key: g for g in group_minimums},
             app_members={key: tuple(ps) for key, ps in in_app.items()},
             jobs={j.uid: j for j in jobs},
+            waiting=waiting,
         )
 
     def summary(self, what: tuple, compute: Callable[[NodeInfo, tuple], object]) -> Callable[[str], object]:

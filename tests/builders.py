@@ -58,6 +58,7 @@ def pod(
     job: str | None = None,
     index: tuple[int, int] | None = None,
     grace: int = 30,
+    gated: bool = False,
     **extended: int,
 ) -> Pod:
     """``gang=(name, minimum)``: a member of a Kueue-style gang ``name`` in ``ns`` needing
@@ -104,6 +105,7 @@ def pod(
         checkpoint=checkpoint,
         job_index=None if index is None else JobIndex(*index),
         grace=grace,
+        gated=gated,
     )
 
 
@@ -184,17 +186,28 @@ def keys(pods) -> list[str]:
     return [p.name for p in pods]
 
 
-def cost_key(victims, v: ClusterView, order=None, node: str = "n1", now: float | None = None) -> tuple:
+def cost_key(victims, v: ClusterView, order=None, node: str = "n1", now: float | None = None, preemptor: Pod | None = None) -> tuple:
     """reprieve's ranking key (``order``, the default if None) of evicting ``victims`` from
-    ``node`` of ``v``: its budgets, gangs and homes as the view has them, the work lost at ``now``."""
+    ``node`` of ``v``: its budgets, gangs and homes as the view has them, the work lost at ``now``,
+    and with ``preemptor`` the room left there for the view's pending pods."""
     from policy import homes, ranking
     from policy.criteria import Facts
 
     where = homes.of(v)
     no_home = frozenset(p.uid for p in victims if where.home(p, excluding=node) is None)
     facts = Facts(v.budgets_covering, v.gang_of, no_home=no_home, app_of=v.app_of, stake_of=v.stake_of,
-                  now=now, allocatable=v.nodes[node].node.allocatable)
+                  now=now, allocatable=v.nodes[node].node.allocatable, pending_room=room_for_pending(v, node, preemptor))
     return (order or ranking.DEFAULT).cost(victims, facts).key
+
+
+def room_for_pending(v: ClusterView, node: str, preemptor: Pod | None):
+    """policy.criteria.pending_room's facts for ``preemptor`` on ``node`` of ``v`` (None without one)."""
+    from policy.criteria import pending_room
+
+    if preemptor is None:
+        return None
+    info = v.nodes[node]
+    return pending_room.room(pending_room.queue(v.waiting.values(), preemptor), info.node, info.requested, preemptor)
 
 
 def reference_key(victims, facts, order=None) -> tuple:

@@ -57,6 +57,7 @@ class Store:
         # node name -> priority -> (pods there of that priority, {resource: (their requests, pods asking)})
         self._levels: dict[str, dict[int, tuple]] = {}
         self._nominated: dict[str, dict[str, Pod]] = {}  # node name -> UID -> pending pod nominated there
+        self._waiting: dict[str, Pod] = {}  # UID -> pending pod nominated nowhere
         self._in_namespace: dict[str, dict[str, Pod]] = {}  # namespace -> UID -> pod
         self._ns_budgets: dict[str, dict[str, DisruptionBudget]] = {}  # namespace -> key -> budget
         self._pod_budgets: dict[str, tuple[DisruptionBudget, ...]] = {}  # UID -> budgets covering it
@@ -75,6 +76,7 @@ class Store:
         self._dirty_apps: set[str] = set()
         self._minimums_changed = False
         self._jobs_changed = False
+        self._waiting_changed = False
         self._dirty_kinds: set[str] = set(kinds)
         self._dirty_pods: set[str] = set()  # UIDs of pods changed since the last view
         self._deleted_pods: set[str] = set()  # UIDs of pods deleted since the last view
@@ -234,6 +236,9 @@ class Store:
         elif pod.nominated_node_name is not None:
             self._nominated.setdefault(pod.nominated_node_name, {})[uid] = pod
             self._dirty_nominated.add(pod.nominated_node_name)
+        else:
+            self._waiting[uid] = pod
+            self._waiting_changed = True
         self._in_namespace.setdefault(pod.namespace, {})[uid] = pod
         if pod.gang is not None:
             self._gangs.setdefault(pod.gang.key, {})[uid] = pod
@@ -259,6 +264,9 @@ class Store:
         elif pod.nominated_node_name is not None:
             _discard(self._nominated, pod.nominated_node_name, uid)
             self._dirty_nominated.add(pod.nominated_node_name)
+        else:
+            self._waiting.pop(uid, None)
+            self._waiting_changed = True
         if not moving:
             _discard(self._in_namespace, pod.namespace, uid)
         if pod.gang is not None:
@@ -313,6 +321,7 @@ class Store:
         self._seq = {uid: next(self._order) for uid in self._records[PODS]}
         self._bound, self._levels = {}, {}
         self._nominated, self._in_namespace, self._gangs, self._apps = {}, {}, {}, {}
+        self._waiting = {}
         self._pod_budgets, self._members = {}, {}
         for pod in self._records[PODS].values():
             self._index_pod(pod)
@@ -350,6 +359,7 @@ class Store:
             self._dirty_kinds, self._dirty_pods, self._deleted_pods = set(), set(), set()
             self._minimums_changed = False
             self._jobs_changed = False
+            self._waiting_changed = False
         return generation, versions, view
 
     def _pods_copy(self) -> dict[str, Pod]:
@@ -400,6 +410,7 @@ class Store:
             group_minimums=dict(self._minimums),
             app_members={key: self._by_seq(pods) for key, pods in self._apps.items() if pods},
             jobs=dict(self._jobs),
+            waiting=dict(self._waiting),
         )
 
     def _incremental(self, prev: ClusterView) -> ClusterView:
@@ -430,6 +441,7 @@ class Store:
             group_minimums=dict(self._minimums) if self._minimums_changed else prev.group_minimums,
             app_members=self._refreshed(prev.app_members, self._dirty_apps, self._apps),
             jobs=dict(self._jobs) if self._jobs_changed else prev.jobs,
+            waiting=dict(self._waiting) if self._waiting_changed else prev.waiting,
             memo=prev.carry_memo(dirty_nodes=self._dirty_nodes, budgets_changed=budgets_changed),
         )
 

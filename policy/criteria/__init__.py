@@ -19,6 +19,7 @@ from policy.criteria import (
     managers,
     opted_out,
     pdb_violations,
+    pending_room,
     priority_sum,
     retries_burned,
     start,
@@ -49,6 +50,7 @@ DELETION_COST = deletion_cost.CRITERION
 WORK_LOST = work_lost.CRITERION
 START = start.CRITERION
 TIME_TO_ROOM = time_to_room.CRITERION
+PENDING_ROOM = pending_room.CRITERION
 
 # The registry, in the default order.
 CANONICAL: tuple[Criterion, ...] = (
@@ -66,12 +68,18 @@ CANONICAL: tuple[Criterion, ...] = (
     HOMELESS,
     PRIORITY_SUM,
     VICTIMS,
+    PENDING_ROOM,  # right after the number of victims in every order: docs/policy.md, "Under pressure"
     WORK_LOST,  # after the number of victims, before the deletion cost: docs/policy.md measures the places tried
     DELETION_COST,
     TIME_TO_ROOM,  # docs/policy.md measures the places tried
     START,  # the tie-breaker: last in every order
 )
-MOVABLE = CANONICAL[2:-1]  # what a policy may reorder
+# What a policy may reorder: all but the first two and the tie-breaker, and the room left for
+# the pending pods, which follows the number of victims wherever it goes (it is not monotone in
+# the victims, so never before their number: policy.criteria.pending_room).
+MOVABLE = tuple(c for c in CANONICAL[2:-1] if c is not PENDING_ROOM)
+# criterion -> what follows it in every order
+FOLLOWS = {VICTIMS: PENDING_ROOM}
 BY_NAME = {c.name: c for c in CANONICAL}
 # The parts of a cost's one-line summary (policy.ranking.Cost.describe), in its order.
 SUMMARY = (OPTED_OUT, JOBS_FAILED, BROKEN_GANGS, GANG_WORK, MANAGERS, PDB_VIOLATIONS, TOP_PRIORITY, RETRIES_BURNED, HOMELESS, VICTIMS)
@@ -92,7 +100,7 @@ def values(pod: Pod, facts: Facts) -> tuple:
 
 
 __all__ = [
-    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "Criterion", "DELETION_COST", "Facts", "GANG_WORK", "GUARANTEED", "HOMELESS", "JOBS_FAILED", "Kind",
-    "MANAGERS", "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PER_POD", "PRIORITY_SUM", "RETRIES_BURNED", "Reach", "START", "STRICT_BUDGETS", "SUMMARY", "Stay",
+    "BROKEN_GANGS", "BURSTABLE", "BY_NAME", "CANONICAL", "FOLLOWS", "Criterion", "DELETION_COST", "Facts", "GANG_WORK", "GUARANTEED", "HOMELESS", "JOBS_FAILED", "Kind",
+    "MANAGERS", "MOVABLE", "OPTED_OUT", "PDB_VIOLATIONS", "PENDING_ROOM", "PER_POD", "PRIORITY_SUM", "RETRIES_BURNED", "Reach", "START", "STRICT_BUDGETS", "SUMMARY", "Stay",
     "TIME_TO_ROOM", "TOP_PRIORITY", "Unit", "VICTIMS", "WORK_LOST", "values",
 ]

@@ -61,6 +61,7 @@ class Facts:
     stake_of: StakeOf | None = None  # what evicting a pod costs its Job (policy.jobs)
     now: float | None = None  # the request's time, seconds since the epoch (policy.criteria.work_lost)
     allocatable: Vector | None = None  # the node's, where the victims are (policy.criteria.work_lost)
+    pending_room: Any = None  # the node's room for the pending pods (policy.criteria.pending_room.Room), or None
     values: dict[str, tuple] = field(default_factory=dict)  # UID -> its per-pod values (policy.criteria.values)
     memo: dict = field(default_factory=dict)  # what a criterion keeps per pod for the request, by its own keys
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from policy import apps, gangs, homes, jobs, ranking, victims
 from policy.causes import Refusal
+from policy.criteria import pending_room
 from policy.guards import Guards
 from policy.model import InFlight, Pod
 from policy.pdb import less_spent
@@ -111,7 +112,7 @@ def decide(
         homes=where,
         choosing=victims.Choosing(
             preemptor, budgets, screen, gang_of, order, where, inside=inside, strict_of=strict_of, app_of=app_of,
-            stake_of=stake_of, now=now,
+            stake_of=stake_of, now=now, pending=pending_room.queue(view.waiting.values(), preemptor),
         ),
         guarded=guards is not None,
         answered=answered,

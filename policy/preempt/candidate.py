@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 from policy import guards, homes, jobs, ranking, resources, tenancy
 from policy.causes import Cause
-from policy.criteria import Facts
+from policy.criteria import Facts, pending_room
 from policy.model import Pod
 
 from policy.preempt.decision import SETTLE_SECONDS, NodeOutcome, Proposal, Verdict
@@ -350,10 +350,15 @@ def _priced(
     and those of them with no home off the node."""
     homeless = homes.homeless(victims, request.homes, node=name)
     no_home = frozenset(p.uid for p in victims if p.key in homeless.pods)
+    info = request.view.nodes.get(name)
     facts = Facts(
         request.budgets, request.gang_of, opted_out, no_home,
         app_of=request.app_of, strict_of=request.choosing.strict_of, stake_of=request.stake_of,
-        now=request.now, allocatable=request.view.nodes[name].node.allocatable if name in request.view.nodes else None,
+        now=request.now, allocatable=info.node.allocatable if info is not None else None,
+        pending_room=(
+            pending_room.room(request.choosing.pending, info.node, info.requested, request.preemptor)
+            if info is not None else None
+        ),
     )
     return request.order.cost(victims, facts), homeless
 

@@ -42,9 +42,12 @@ def _judge(request: Request) -> tuple[dict[str, NodeOutcome], list[tuple[tuple, 
     floors: list[tuple[tuple, str]] = []
     solved: dict[str, NodeOutcome] = {}
     floors_of = None if request.exhaustive else bounds.Floors(
-        request.view, request.preemptor, request.order, request.homes, request.now
+        request.view, request.preemptor, request.order, request.homes, request.now, request.choosing.pending
     )
-    floor_of = None if floors_of is None else _floors(request, floors_of)
+    # Nodes of the view whose floor still lacks its bound on the pending pods left without
+    # room (policy.bounds: a few microseconds a node), added only once a node may still win.
+    lazy: set[str] = set()
+    floor_of = None if floors_of is None else _floors(request, floors_of, lazy)
     for name, proposal in request.proposals.items():
         floor = None if floor_of is None else floor_of(name, proposal)
         if floor is None or floor is bounds.NO_ROOM:
@@ -52,6 +55,7 @@ def _judge(request: Request) -> tuple[dict[str, NodeOutcome], list[tuple[tuple, 
         else:
             floors.append((floor, name))
     best = min(((o.cost.key, n) for n, o in solved.items() if o.cost is not None), default=None)
+    beaten: list[tuple[tuple, str]] = []
     # Taken lowest first from a heap: a few are solved, the hundreds left need no order.
     heapq.heapify(floors)
     while floors:
@@ -59,12 +63,17 @@ def _judge(request: Request) -> tuple[dict[str, NodeOutcome], list[tuple[tuple, 
         # A node that needs no live victim may be one where the pod only waits for pods
         # already terminating (Cause.LEAVING), which overrides every cost: always solved.
         if best is not None and (floor, name) > best and floor is not floors_of.free:  # floors: not exhaustive
-            return solved, floors
+            return solved, [*floors, *beaten]
         heapq.heappop(floors)
+        if name in lazy:
+            floor = floors_of.with_pending(floor, request.view.nodes[name])
+            if best is not None and (floor, name) > best and floor is not floors_of.free:
+                beaten.append((floor, name))
+                continue
         outcome = solved[name] = evaluate(request, name)
         if outcome.cost is not None and (best is None or (outcome.cost.key, name) < best):
             best = (outcome.cost.key, name)
-    return solved, []
+    return solved, beaten
 
 
 def _swap_on_offered(request: Request, outcomes: dict[str, NodeOutcome]) -> None:
@@ -86,11 +95,12 @@ def _swap_on_offered(request: Request, outcomes: dict[str, NodeOutcome]) -> None
             outcomes[ties[0]] = after
 
 
-def _floors(request: Request, floor: bounds.Floors) -> Callable[[str, Proposal], tuple | None]:
+def _floors(request: Request, floor: bounds.Floors, lazy: set[str]) -> Callable[[str, Proposal], tuple | None]:
     """(node name, proposal) -> policy.bounds' floor for a node evaluate would run
     select_victims on, as the view shows it or as answers in flight will leave it
     (as_it_will_be), else None (unknown, or kept scheduler victims). Built once per request:
-    500 candidates each ask."""
+    500 candidates each ask. A node as the view shows it gets its floor without the bound on
+    the pending pods left without room, and its name in ``lazy``."""
     view, preemptor, in_flight = request.view, request.preemptor, request.in_flight
     changed = {f.node for f in in_flight if holds_against(f, preemptor)}
     screened = view.summary(("screening",), screening)  # as unmodelled_here reads it
@@ -107,7 +117,8 @@ def _floors(request: Request, floor: bounds.Floors) -> Callable[[str, Proposal],
             if uid not in on_node:
                 return None  # a victim unknown on this node: passed through
         if name not in nominated and name not in changed:
-            return floor(node, ())
+            lazy.add(name)
+            return floor(node, (), pending=False)
         proposed = [pods[uid] for uid in proposal.uids]
         here = records_here(view, node, preemptor, in_flight, proposed)  # as evaluate holds them
         return floor(here.node, here.reservations, kept_with_view=here.node is node)

@@ -40,7 +40,10 @@ EXPECTED = {
 CHOICES = {
     "ml/train-h100": (("gpu-h100-0", ["ml/finetune-1"]), ("gpu-h100-0", ["ml/finetune-0"])),
     "ml/train-any": (("gpu-a100-0", ["ml/sweep-0"]), ("gpu-a100-0", ["ml/sweep-0"])),
-    "shop/web-2": (("cpu-1", ["batch/report-1"]), ("cpu-1", ["batch/report-2"])),
+    # reprieve: report-0 (Burstable, 2 cpu) on cpu-0 rather than report-2 (Burstable, 1 cpu) on
+    # cpu-1: alike up to the number of victims, but the cpu cpu-0 has left fits the pending
+    # ops/node-debugger (policy.criteria.pending_room), cpu-1's none.
+    "shop/web-2": (("cpu-1", ["batch/report-1"]), ("cpu-0", ["batch/report-0"])),
 }
 QUEUE = ["ml/train-h100", "ml/train-any", "shop/web-2", "research/notebook", "ops/node-debugger"]
 
@@ -144,7 +147,8 @@ def test_simulate_replays_the_dumps_own_pending_pods_in_queue_order(capsys):
         assert [s["pod"] for s in steps] == QUEUE
         placed = {s["pod"]: s["node"] for s in steps}
         assert placed["research/notebook"] is None  # every GPU node tainted against it
-        assert placed["ops/node-debugger"] == "cpu-2"  # the cordoned node, whose cordon it tolerates
+        # The cordoned node, whose cordon it tolerates (stock); the room reprieve left for it on cpu-0.
+        assert placed["ops/node-debugger"] == {"stock": "cpu-2", "reprieve": "cpu-0"}[side]
         assert placed["shop/web-2"] not in GPU_NODES
     stock = {s["pod"]: (s["node"], s["victims"]) for s in doc["steps"]["stock"]}
     ours = {s["pod"]: (s["node"], s["victims"]) for s in doc["steps"]["reprieve"]}
@@ -163,7 +167,12 @@ def test_pods_takes_a_full_dump_and_a_pod_in_both_is_replayed_once(capsys):
         # The same pods, in file order (namespace/name, as kubectl lists them) this time.
         assert [s["pod"] for s in doc["steps"][side]] == sorted(QUEUE)
     assert doc["workload"] == own["workload"]
-    assert doc["totals"] == own["totals"]  # here the order does not change the outcome
+    assert doc["totals"]["stock"] == own["totals"]["stock"]  # here the order does not change stock's outcome
+    # reprieve's: in file order ops/node-debugger is bound before shop/web-2 preempts, so no
+    # pending pod is left for the room cpu-0 would keep (policy.criteria.pending_room) and
+    # reprieve takes report-2 on cpu-1; in queue order the debugger still waits for it.
+    web = [next(s for s in d["steps"]["reprieve"] if s["pod"] == "shop/web-2") for d in (doc, own)]
+    assert [(s["node"], s["victims"]) for s in web] == [("cpu-1", ["batch/report-2"]), ("cpu-0", ["batch/report-0"])]
     lines = err.splitlines()
     assert f"reprieve: --pods {DUMP}: left out Pods the scheduler would not queue: 8 bound to a node, 1 scheduling-gated" in lines
     assert f"reprieve: --pods {DUMP}: left out objects that are not Pods: 5 Node, 1 PodDisruptionBudget, 5 PriorityClass" in lines

@@ -111,6 +111,7 @@ def test_json_on_the_example_shows_stock_and_reprieve_disagree(capsys):
         "homeless_victims": 1,
         "priority_sum": 100,
         "victims": 1,
+        "pending_without_room": 0,  # examples/cluster.yaml has no pod waiting
         "work_lost_core_seconds": 167880,  # 2 cores' worth (one of node-d's 2 GPUs) x 83,940 s, at the dump's latest time
         "highest_deletion_cost": 0,
         "time_to_room_seconds": 30,  # the example's pods set no grace period: the API server's 30 s

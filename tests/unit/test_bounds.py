@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from policy import bounds, homes, ranking, tenancy
 from policy.causes import Cause
+from policy.criteria import pending_room
 from policy.model import InFlight, PriorityClass
 from policy.preempt import Proposal, Verdict, decide
 from policy.victims import Choosing, VictimSelection, select_victims
@@ -59,24 +60,27 @@ def _budgets(allowed: int, other: int):
     unsettled=st.sets(st.integers(0, 8), max_size=3),
     order=st.permutations(ranking.MOVABLE).map(ranking.Order),
     spare=st.integers(0, 6),
+    waiting=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 8)), max_size=3),  # pending pods: cpu, memory
 )
 def test_floor_is_at_most_the_cost_criterion_by_criterion(
-    running, allowed, other, need, preemptor_priority, held, slots, unsettled, order, spare
+    running, allowed, other, need, preemptor_priority, held, slots, unsettled, order, spare, waiting
 ):
     pods = _pods(running, "n1")
     if held:
         pods.append(pod("held", cpu=held, priority=preemptor_priority, nominated="n1"))
+    pods += [pod(f"w{i}", cpu=cpu, mem=mem) for i, (cpu, mem) in enumerate(waiting)]
     # A spare node where some replacements fit (their home), as many as ``spare`` says.
     v = view([node("n1", cpu=12, pods=slots), node("spare", cpu=spare)], pods, _budgets(allowed, other), groups=GROUPS, jobs=JOBS)
     preemptor = pod("pre", cpu=need, priority=preemptor_priority)
     info = v.nodes["n1"]
     reservations = v.reservations("n1", pod=preemptor)
-    floor = bounds.floor(v, info, preemptor, reservations, order, homes.of(v), now=NOW)
+    queue = pending_room.queue(v.waiting.values(), preemptor)
+    floor = bounds.floor(v, info, preemptor, reservations, order, homes.of(v), now=NOW, pending=queue)
     # Pods the answer may not name stay, as select_victims' ``unnameable`` makes them.
     names = {f"p{i}" for i in unsettled}
     choosing = Choosing(
         preemptor, v.budgets_covering, gang_of=v.gang_of, order=order, homes=homes.of(v), app_of=v.app_of, stake_of=v.stake_of,
-        now=NOW,
+        now=NOW, pending=queue,
     )
     selection = select_victims(
         node=info, choosing=choosing, reservations=reservations, unnameable=lambda p: "unsettled" if p.name in names else ""
@@ -87,7 +91,10 @@ def test_floor_is_at_most_the_cost_criterion_by_criterion(
     key = selection.cost.key
     assert len(floor) == len(key)
     start = order.position(ranking.START)
-    assert all(f <= k for f, k in zip(floor[:start], key[:start])), (floor, key)
+    # The pending pods left without room are bounded only where the victims are the bound's.
+    waits, victims = order.position(ranking.PENDING_ROOM), order.position(ranking.VICTIMS)
+    assert key[victims] != floor[victims] or floor[waits] <= key[waits], (floor, key)
+    assert all(f <= k for i, (f, k) in enumerate(zip(floor[:start], key[:start])) if i != waits), (floor, key)
     # The start criterion is bounded only where the most important victim's priority is the bound's.
     top = order.position(ranking.TOP_PRIORITY)
     assert key[top] != floor[top] or floor[start] <= key[start], (floor, key)
@@ -152,6 +159,23 @@ def test_on_identical_nodes_one_node_is_solved_and_the_rest_proven_no_better(sta
         assert {o.reasons for o in unsolved} == {("not solved: cannot beat n0: at best ties with n0, which sorts first",)}
     else:
         assert all("start of the most important victims" in o.reasons[0] for o in unsolved), unsolved
+
+
+def test_on_identical_nodes_a_pending_pod_without_room_anywhere_still_leaves_one_node_solved():
+    # As above, with a pending 1-cpu pod: once three 2-cpu victims are gone and the 6-cpu
+    # preemptor placed no node has room for it, and the bound says so (three victims free at
+    # most 6 cpu), so the other nodes are still proven no better without being solved.
+    names = [f"n{i}" for i in range(6)]
+    pods = [pod(f"{n}-p{j}", node=n, priority=0, cpu=2, qos=G) for n in names for j in range(4)]
+    v = view([node(n, cpu=8) for n in names], [*pods, pod("w", cpu=1)])
+    preemptor = pod("pre", priority=10, cpu=6)
+    proposals = {n: Proposal(tuple(p.uid for p in v.nodes[n].pods[:3]), 0) for n in names}
+    fast = decide(view=v, preemptor=preemptor, proposals=proposals)
+    assert list(fast.answer) == ["n0"]
+    assert fast.answer == decide(view=v, preemptor=preemptor, proposals=proposals, exhaustive=True).answer
+    won = next(o for o in fast.outcomes if o.node == "n0")
+    assert won.cost.value(ranking.PENDING_ROOM) == 1
+    assert len([o for o in fast.outcomes if o.cause is Cause.NOT_SOLVED]) == len(names) - 1
 
 
 @settings(max_examples=600, deadline=None)

@@ -15,7 +15,7 @@ from policy.pdb import count_violations
 from policy.qos import QoS
 from policy.victims import Choosing, select_victims
 from policy.jobs import OnDisruption
-from tests.builders import group, job, job_uid, node, pdb, pod, reference_key, view
+from tests.builders import group, job, job_uid, node, pdb, pod, reference_key, room_for_pending, view
 from tests.unit.test_preempt_vs_stock import GRACES
 
 G, B, BE = QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT
@@ -108,13 +108,14 @@ orders = st.permutations(ranking.MOVABLE).map(ranking.Order)
 @given(
     running=pods_on_a_node, allowed=st.tuples(st.integers(0, 2), st.integers(0, 2)),
     room=st.tuples(st.integers(0, 14), st.integers(0, 8)), order=orders, roles=roles_on_a_node,
+    waiting=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 3)), max_size=3),  # pending pods' cpu, memory
 )
 # Overlapping budgets: a branch that keeps a pod must keep the exact violation count of the
 # victims so far (a per-budget sum over-counts pods covered twice and pruned the cheapest set).
 @example(
     running=[(0, 0, 0, G, 0, "a", 0, ""), (0, 2, 0, G, 0, "a", 2, ""), (1, 1, 0, B, 0, "ab", 2, ""), (0, 0, 1, G, 0, "a", 2, ""),
              (0, 1, 0, G, 0, "a", 1, ""), (1, 0, 1, G, 0, "ab", 1, "")],
-    allowed=(0, 0), room=(3, 0), order=ranking.DEFAULT, roles=[""] * 8,
+    allowed=(0, 0), room=(3, 0), order=ranking.DEFAULT, roles=[""] * 8, waiting=[],
 )
 # Members of one gang with different minimums (g3: 2 and 3): the search counted the gang broken
 # once per class, each class by its own minimum, and pruned the cheapest set (2 broken gangs for
@@ -122,20 +123,20 @@ orders = st.permutations(ranking.MOVABLE).map(ranking.Order)
 @example(
     running=[(0, 0, 0, G, 0, "a", 6, ""), (0, 0, 0, G, 0, "a", 8, ""), (0, 1, 0, G, 1, "a", 6, ""), (0, 0, 1, G, 0, "a", 6, ""),
              (0, 0, 1, G, 0, "a", 7, ""), (0, 1, 0, G, 1, "a", 8, "")],
-    allowed=(0, 0), room=(1, 0), order=ranking.DEFAULT, roles=[""] * 8,
+    allowed=(0, 0), room=(1, 0), order=ranking.DEFAULT, roles=[""] * 8, waiting=[],
 )
 # Pods alike but for their Jobs are not one class: one of p0 and p2 must go, and only "two"'s
 # (a retry left) fails no Job, whichever of them the class order would take first.
 @example(running=[(0, 2, 0, G, 0, "", 8, "zero"), (3, 0, 0, G, 0, "", 0, ""), (0, 2, 0, G, 0, "", 8, "two")],
-         allowed=(0, 0), room=(2, 0), order=ranking.DEFAULT, roles=[""] * 8)
+         allowed=(0, 0), room=(2, 0), order=ranking.DEFAULT, roles=[""] * 8, waiting=[])
 @example(running=[(0, 2, 0, G, 0, "", 8, "two"), (3, 0, 0, G, 0, "", 0, ""), (0, 2, 0, G, 0, "", 8, "zero")],
-         allowed=(0, 0), room=(2, 0), order=ranking.DEFAULT, roles=[""] * 8)
+         allowed=(0, 0), room=(2, 0), order=ranking.DEFAULT, roles=[""] * 8, waiting=[])
 # Two victims of "two" (one retry left) fail it, one does not: a running count one too high
 # would prune the set that takes one of them and a pod of "ignore".
 @example(running=[(0, 2, 0, G, 0, "", 8, "two"), (0, 2, 0, G, 0, "", 8, "two"), (0, 1, 0, G, 1, "", 8, "ignore"),
                   (0, 1, 0, G, 1, "", 8, "ignore")],
-         allowed=(0, 0), room=(2, 0), order=ranking.DEFAULT, roles=[""] * 8)
-def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room, order, roles):
+         allowed=(0, 0), room=(2, 0), order=ranking.DEFAULT, roles=[""] * 8, waiting=[])
+def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room, order, roles, waiting):
     pods = [
         pod(
             f"p{i}", node="n1", priority=prio, cpu=cpu, mem=mem, qos=qos if cpu or mem else BE, start=start,
@@ -149,8 +150,11 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
         for i, ((prio, cpu, mem, qos, start, budgets, flag, owner), role) in enumerate(zip(running, roles))
     ]
     budgets = [pdb("a", allowed=allowed[0], match={"a": "1"}), pdb("b", allowed=allowed[1], match={"b": "1"})]
-    v = view([node("n1", cpu=20), node("n2")], [*pods, *ELSEWHERE], budgets,
+    pending = [pod(f"w{i}", cpu=cpu, mem=mem) for i, (cpu, mem) in enumerate(waiting)]
+    v = view([node("n1", cpu=20), node("n2")], [*pods, *ELSEWHERE, *pending], budgets,
              groups=[group("g1", 2 + allowed[1]), group("g2", 2)], jobs=JOBS)
+    # The room left for the pending pods (policy.criteria.pending_room): not monotone in the victims.
+    waits = room_for_pending(v, "n1", pod("pre", cpu=20 - room[0], mem=64 - room[1]))
     live = most_important_first(p for p in pods if not p.terminating)
     leaving = [p for p in pods if p.terminating]
     opted_out = {p.uid for p, (*_, flag, _) in zip(pods, running) if flag == 1}
@@ -158,7 +162,7 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
     space = {"cpu": room[0] * 1000, "memory": room[1] * 2**30}
     no_home = frozenset(p.uid for p in live if int(p.name[1:]) % 2)  # no home (policy.homes): odd ones
     facts = Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home, app_of=v.app_of, stake_of=v.stake_of,
-                  now=NOW, allocatable=v.nodes["n1"].node.allocatable)
+                  now=NOW, allocatable=v.nodes["n1"].node.allocatable, pending_room=waits)
     search = exact.Search(space, checked, live, leaving, facts, order)
     expected = brute_force(search)
     found = exact.cheapest(search, beat=NOTHING)
@@ -179,7 +183,7 @@ def test_the_exact_search_finds_the_cheapest_of_every_set(running, allowed, room
     assert found.cost.detail(ranking.BROKEN_GANGS) == broken
     assert found.cost.detail(ranking.JOBS_FAILED) == jobs.failing(found.victims, v.stake_of)
     facts = Facts(v.budgets_covering, v.gang_of, frozenset(opted_out), no_home, app_of=v.app_of, stake_of=v.stake_of,
-                  now=NOW, allocatable=v.nodes["n1"].node.allocatable)
+                  now=NOW, allocatable=v.nodes["n1"].node.allocatable, pending_room=waits)
     cost = order.cost(found.victims, facts)
     assert cost.key == found.key == reference_key(found.victims, facts, order)
     assert (cost.value(ranking.OPTED_OUT), cost.value(ranking.HOMELESS)) == (opted, homeless)

@@ -44,7 +44,8 @@ def test_an_empty_file_means_defaults():
 def test_ranking_alone_orders_the_ranking_and_turns_on_no_rule():
     policy = policy_file.parse({"ranking": ["PDB violations", "victims"]})
     assert policy.rules is None
-    assert policy.order.names[:4] == ("opted-out victims", "PDB violations", "victims", "Jobs failed")
+    # The pending pods left without room follow the number of victims wherever it goes.
+    assert policy.order.names[:5] == ("opted-out victims", "PDB violations", "victims", "pending pods left without room", "Jobs failed")
     assert policy.order.names[-1] == ranking.START.name
     # Every criterion but the strict budgets' (first only where strictBudgets is on).
     assert sorted(policy.order.names) == sorted(c.name for c in ranking.CANONICAL if c is not ranking.STRICT_BUDGETS)
@@ -90,6 +91,8 @@ def test_ranking_alone_orders_the_ranking_and_turns_on_no_rule():
         pytest.param("ranking: [PDB violations, gangs]", "ranking[1]: 'gangs' is not a criterion a policy may order; one of: PDB violations, Jobs failed, broken gangs,", id="ranking-unknown"),
         pytest.param("ranking: [victims, victims]", "ranking[1]: 'victims' is named twice", id="ranking-twice"),
         pytest.param("ranking: [opted-out victims]", "ranking[0]: 'opted-out victims' is not a criterion a policy may order", id="ranking-opted-out-stays-first"),
+        pytest.param("ranking: [pending pods left without room]", "ranking[0]: 'pending pods left without room' is not a criterion a policy may order",
+                     id="ranking-pending-room-follows-victims"),
         pytest.param("ranking: victims", "ranking: Input should be a valid list", id="ranking-not-a-list"),
     ],
 )

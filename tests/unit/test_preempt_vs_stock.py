@@ -149,11 +149,12 @@ def test_reprieve_never_costs_more_than_stock_on_a_node(
         [node("n1", cpu=12, pods=slots), node("spare", cpu=spare)], pods, [pdb("a", allowed=allowed, match={"app": "a"})],
         groups=[group("g1", minimums[0]), group("g2", minimums[1])], jobs=JOBS,
     )
-    mine, theirs = both(v, pod("pre", cpu=need, priority=preemptor_priority), order=order)
+    preemptor = pod("pre", cpu=need, priority=preemptor_priority)
+    mine, theirs = both(v, preemptor, order=order)
     if not isinstance(theirs, stock.Victims):
         return
     assert isinstance(mine, VictimSelection), mine
-    assert cost_key(mine.victims, v, order, now=NOW) <= cost_key(theirs.victims, v, order, now=NOW), (
+    assert cost_key(mine.victims, v, order, now=NOW, preemptor=preemptor) <= cost_key(theirs.victims, v, order, now=NOW, preemptor=preemptor), (
         [p.name for p in mine.victims], [p.name for p in theirs.victims]
     )
 
@@ -183,7 +184,8 @@ cluster_pods = st.lists(
     allowed=st.tuples(st.integers(0, 2), st.integers(0, 2)),
     need=st.integers(1, 10),
     preemptor_priority=st.integers(1, 7),
-    nominations=st.lists(st.tuples(st.integers(0, 2), st.integers(1, 4), st.integers(0, 8)), max_size=2),
+    # a node index 3: pending and nominated nowhere (policy.criteria.pending_room counts it)
+    nominations=st.lists(st.tuples(st.integers(0, 3), st.integers(1, 4), st.integers(0, 8)), max_size=3),
     sizes=st.tuples(st.integers(4, 12), st.integers(4, 12), st.integers(4, 12)),
     slots=st.integers(3, 12),
     minimums=gang_minimums,
@@ -207,7 +209,9 @@ def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
         for i, (n, prio, cpu, qos, start, budget, term, gang, role, owner) in enumerate(running)
     ]
     pods += members_elsewhere(elsewhere)
-    pods += [pod(f"nom{i}", cpu=cpu, priority=prio, nominated=f"n{n}") for i, (n, cpu, prio) in enumerate(nominations)]
+    pods += [
+        pod(f"nom{i}", cpu=cpu, priority=prio, nominated=f"n{n}" if n < 3 else None) for i, (n, cpu, prio) in enumerate(nominations)
+    ]
     nodes = [node(f"n{i}", cpu=size, pods=slots) for i, size in enumerate(sizes)]
     budgets = [pdb("a", allowed=allowed[0], match={"app": "a"}), pdb("b", allowed=allowed[1], match={"app": "b"})]
     v = view(nodes, pods, budgets, groups=[group("g1", minimums[0]), group("g2", minimums[1])], jobs=JOBS)
@@ -225,7 +229,9 @@ def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
     assert len(decision.answer) == 1, decision.reasons
     (offered,) = decision.answer
     outcome = next(o for o in decision.outcomes if o.node == offered)
-    assert cost_key(outcome.victims, v, node=offered, now=NOW) <= cost_key(theirs, v, node=dry.pick.chosen, now=NOW), (
+    assert cost_key(outcome.victims, v, node=offered, now=NOW, preemptor=preemptor) <= cost_key(
+        theirs, v, node=dry.pick.chosen, now=NOW, preemptor=preemptor
+    ), (
         offered, dry.pick.chosen
     )
 
@@ -240,9 +246,10 @@ def test_the_node_reprieve_offers_never_costs_more_than_the_node_stock_picks(
     minimums=gang_minimums,
     elsewhere=gang_elsewhere,
     order=st.permutations(ranking.MOVABLE).map(ranking.Order),
+    waiting=st.lists(st.integers(1, 6), max_size=3),  # pending pods' cpu (policy.criteria.pending_room)
 )
 def test_stocks_victims_are_costed_as_reprieves_own_and_never_cheaper(
-    running, allowed, need, preemptor_priority, sizes, minimums, elsewhere, order
+    running, allowed, need, preemptor_priority, sizes, minimums, elsewhere, order, waiting
 ):
     # What explain shows on stock's side (NodeOutcome.proposed_cost): the scheduler's victims
     # on each node costed by the decision's order and facts, exactly as the independent key of
@@ -258,6 +265,7 @@ def test_stocks_victims_are_costed_as_reprieves_own_and_never_cheaper(
         for i, (n, prio, cpu, qos, start, budget, term, gang, role, owner) in enumerate(running)
     ]
     pods += members_elsewhere(elsewhere)
+    pods += [pod(f"w{i}", cpu=cpu) for i, cpu in enumerate(waiting)]
     nodes = [node(f"n{i}", cpu=size) for i, size in enumerate(sizes)]
     budgets = [pdb("a", allowed=allowed[0], match={"app": "a"}), pdb("b", allowed=allowed[1], match={"app": "b"})]
     v = view(nodes, pods, budgets, groups=[group("g1", minimums[0]), group("g2", minimums[1])], jobs=JOBS)
@@ -267,7 +275,7 @@ def test_stocks_victims_are_costed_as_reprieves_own_and_never_cheaper(
     for outcome in decision.outcomes:
         theirs = dry.nodes[outcome.node].victims
         assert outcome.proposed_cost is not None, outcome
-        assert outcome.proposed_cost.key == cost_key(theirs, v, order, node=outcome.node, now=NOW)
+        assert outcome.proposed_cost.key == cost_key(theirs, v, order, node=outcome.node, now=NOW, preemptor=preemptor)
         if outcome.cost is not None:
             assert outcome.cost.key <= outcome.proposed_cost.key, (outcome.node, outcome.reasons)
 

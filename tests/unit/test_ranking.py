@@ -13,7 +13,7 @@ from policy.model import PriorityClass
 from policy.preempt import Verdict, decide
 from policy.qos import QoS
 from policy.tenancy import Rules
-from tests.builders import job, node, pdb, pod, reference_key, scheduler_proposals, view
+from tests.builders import job, node, pdb, pod, reference_key, room_for_pending, scheduler_proposals, view
 
 G = QoS.GUARANTEED
 KEEP = PriorityClass("keep", 0, annotations={Rules().opt_out_annotation: "false"})  # opts its pods out
@@ -207,6 +207,17 @@ ROWS = [
         pod("pre", priority=10, cpu=10), "n1", now=7200,
     ),
     row(
+        # One Burstable bare victim each at priority 1, alike but n2 has 2 cpu more (12): once
+        # the victim is gone and the preemptor placed, n2 has room for the pending pod w (2 cpu),
+        # n1 none. n1's victim started later (500 > 100), which would make n1 the choice on the
+        # start, which comes after: n2, where w still fits.
+        "pending pods left without room",
+        view([node("n1"), node("n2", cpu=12)], [pod("a", node="n1", priority=1, cpu=10, start=500),
+                                                  pod("b", node="n2", priority=1, cpu=10, start=100),
+                                                  pod("w", cpu=2)]),
+        pod("pre", priority=10, cpu=10), "n2",
+    ),
+    row(
         # One Burstable bare victim each at priority 1: n1's started at 100 s, n2's at 500 s.
         # The younger work goes: n2.
         "start of the most important victims (later is better)",
@@ -242,7 +253,7 @@ def test_node_ranking(name, v, preemptor, rules, chosen, guards, now):
     won, where = outcome(exhaustive, chosen), homes.of(v)
     no_home = frozenset(p.uid for p in won.victims if where.home(p, excluding=chosen) is None)  # none opted out
     facts = Facts(v.budgets_covering, v.gang_of, no_home=no_home, app_of=v.app_of, stake_of=v.stake_of,
-                  now=now, allocatable=v.nodes[chosen].node.allocatable)
+                  now=now, allocatable=v.nodes[chosen].node.allocatable, pending_room=room_for_pending(v, chosen, preemptor))
     assert won.cost.key == reference_key(won.victims, facts, won.cost.layout)
 
 

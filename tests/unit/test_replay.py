@@ -262,7 +262,8 @@ def test_every_decision_along_reprieves_replay_costs_no_more_than_stocks(seed, p
     def both(view, pod, placement):
         mine, theirs = replay.reprieve_side(view, pod, placement), replay.stock_side(view, pod, placement)
         if theirs.victims and mine.victims:
-            compared.append((cost_key(mine.victims, view, node=mine.node), cost_key(theirs.victims, view, node=theirs.node), pod.key))
+            compared.append((cost_key(mine.victims, view, node=mine.node, preemptor=pod),
+                             cost_key(theirs.victims, view, node=theirs.node, preemptor=pod), pod.key))
         return mine
 
     with mock.patch.dict(replay.SIDES, {"checked": both}):

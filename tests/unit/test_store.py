@@ -93,6 +93,7 @@ def digest(view: ClusterView) -> dict:
         "node_infos": dict(view.nodes),
         "pods": dict(view.pods),
         "nominated": {n: sorted(p.uid for p in ps) for n, ps in view.nominated.items() if ps},
+        "waiting": dict(view.waiting),  # policy.criteria.pending_room's queue
         "budgets": {ns: sorted(b.key for b in bs) for ns, bs in view.budgets.items() if bs},
         "pod_budgets": {u: sorted(b.key for b in bs) for u, bs in view.pod_budgets.items() if bs},
         "budget_members": {k: sorted(p.uid for p in ps) for k, ps in view.budget_members.items() if ps},

@@ -1,0 +1,136 @@
+"""Fewest pending pods left without room: where victim sets tie on everything before it, the one
+whose node, once its victims are gone and the preemptor placed, still has room for more of the
+pods waiting to be scheduled (issue 28: what the room left is good for).
+
+The pods waiting are the view's pods the scheduler queues (no node, not terminating, not
+scheduling-gated: policy.scheduling_queue) but the preemptor and those nominated to a node (the
+scheduler holds their room already), that the node's filters admit (policy.placement: cordon,
+taints, node selector and affinity); each is counted by its requests alone, against the room the node has left: its
+allocatable, less what its pods request, plus what the victims free, less the preemptor's
+requests (room held by nominated pods is not subtracted). A set's value is how many of them would
+not fit there, each alone; with no pending pod in the view every set's value is 0 and the
+criterion decides nothing.
+
+The preempt verb decides for one pod; the view holds the rest of the queue (the live watch sees
+every pending pod; policy.replay puts the queue's pods in its view, as a dump holds them).
+
+Not monotone in the victims: a victim more frees room, so the value may drop. Placed after the
+number of victims it never makes reprieve evict a pod more for room (a set with a victim more
+is worse on the number before this criterion is read); the exact search reads its least, 0,
+which no set is below. Its node bound (policy.bounds) holds for the sets with the fewest victims
+the node can need, the only ones that tie with the bound up to this criterion: they free at most
+the largest candidates' requests, that many of them, and the terminating pods."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from policy.criteria.criterion import Criterion, Facts, Kind
+from policy.model import Node, Pod
+from policy.placement import Placement
+from policy.resources import Vector, checked_resources
+from policy.scheduling_queue import left_out
+
+# What a pending pod needs of a node's room: the resources the scheduler checks (policy.resources)
+# with their amounts, as (name, amount) pairs.
+Need = tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Queue:
+    """The pending pods of one request's view: per node constraints (policy.placement), their
+    needs with how many pods have each. ``admitted`` keeps, for the request, the needs a kind of
+    node admits (nodes alike in what the placements read admit the same)."""
+
+    by_placement: tuple[tuple[Placement, tuple[tuple[Need, int], ...]], ...]
+    admitted: dict = field(default_factory=dict, compare=False, repr=False)
+    labelled: bool = False  # some placement reads a node's labels or name (a selector or an affinity)
+
+    @property
+    def has_pods(self) -> bool:
+        return bool(self.by_placement)
+
+
+@dataclass(frozen=True, slots=True)
+class Room:
+    """One node's room for the pending pods, before any victim: ``base`` is its allocatable less
+    its pods' requests and the preemptor's (may be negative); ``needs`` the needs of the pending
+    pods its filters admit, with how many pods have each."""
+
+    base: Vector
+    needs: tuple[tuple[Need, int], ...]
+
+
+def queue(pods: Iterable[Pod], preemptor: Pod) -> Queue:
+    """The pods among ``pods`` the scheduler queues (policy.scheduling_queue: no node, not
+    terminating, not gated) and nominated nowhere, but ``preemptor``."""
+    counts: dict[Placement, Counter] = {}
+    for pod in pods:
+        if not left_out(pod) and pod.nominated_node_name is None and pod.uid != preemptor.uid:
+            wanted = pod.requests
+            need = tuple((name, wanted[name]) for name in checked_resources(wanted))
+            counts.setdefault(pod.placement, Counter())[need] += 1
+    labelled = any(p.node_selector or p.affinity is not None for p in counts)
+    return Queue(tuple((placement, tuple(needs.items())) for placement, needs in counts.items()), labelled=labelled)
+
+
+def reads(pending: Queue) -> tuple[str, ...]:
+    """The resources the pending pods need."""
+    return tuple({name: None for _, counted in pending.by_placement for need, _ in counted for name, _ in need})
+
+
+def admitted(pending: Queue, node: Node) -> tuple[tuple[Need, int], ...]:
+    """The needs of the pending pods ``node``'s filters admit, with their counts."""
+    # What the placements read of a node: its cordon and taints, and its labels and name where
+    # one has a node selector or affinity.
+    key = (node.name, node.unschedulable, node.taints) if pending.labelled else (node.unschedulable, node.taints)
+    found = pending.admitted.get(key)
+    if found is None:
+        needs: Counter = Counter()
+        for placement, counted in pending.by_placement:
+            if not placement.refusal(node):
+                for need, count in counted:
+                    needs[need] += count
+        found = pending.admitted[key] = tuple(needs.items())
+    return found
+
+
+def room(pending: Queue | None, node: Node, requested: Vector, preemptor: Pod) -> Room | None:
+    """``node``'s Room for ``pending`` (None where nothing is pending)."""
+    if pending is None or not pending.has_pods:
+        return None
+    base = dict(node.allocatable)
+    for name, value in requested.items():
+        base[name] = base.get(name, 0) - value
+    for name, value in preemptor.requests.items():
+        base[name] = base.get(name, 0) - value
+    return Room(base, admitted(pending, node))
+
+
+def unfit(victims: Sequence[Pod], live: Sequence[Pod], facts: Facts) -> tuple[int, int]:
+    """How many pending pods would not fit in the room the node has left with ``victims`` gone."""
+    here = facts.pending_room
+    if here is None or not here.needs:
+        return 0, 0
+    free = dict(here.base)
+    for victim in victims:
+        for name, value in victim.requests.items():
+            free[name] = free.get(name, 0) + value
+    left = without_room(here.needs, free)
+    return left, left
+
+
+def without_room(needs: Sequence[tuple[Need, int]], free: Vector) -> int:
+    """How many of the pending pods with ``needs`` would not fit, each alone, in ``free``."""
+    return sum(count for need, count in needs if any(value > free.get(name, 0) for name, value in need))
+
+
+def _show(value: float, _) -> str:
+    return f"{int(value)} pending pod(s) without room"
+
+
+CRITERION = Criterion(
+    name="pending pods left without room", field="pending_without_room", kind=Kind.SET, of_set=unfit, show=_show,
+)

@@ -1,0 +1,92 @@
+"""policy.criteria.pending_room: how many pending pods the room a victim set leaves would not fit."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from policy import replay, resources, workload_gpu
+from policy.criteria import Facts, pending_room
+from policy.preempt import decide
+from tests.builders import node, pod, room_for_pending, scheduler_proposals, view
+
+
+def unfit_by_definition(v, name, victims, preemptor) -> int:
+    """Straight from the definition: each pending pod (no node, none nominated, not the
+    preemptor, not terminating) the node's filters admit that does not fit, alone, next to the
+    node's pods but the victims and the preemptor."""
+    info = v.nodes[name]
+    gone = {p.uid for p in victims}
+    used = resources.add(*(p.requests for p in info.pods if p.uid not in gone), preemptor.requests)
+    waiting = [
+        p for p in v.pods.values()
+        if p.node_name is None and p.nominated_node_name is None and not p.terminating and not p.gated and p.uid != preemptor.uid
+        and not p.placement.refusal(info.node)
+    ]
+    return sum(1 for p in waiting if resources.shortfalls(request=p.requests, allocatable=info.node.allocatable, used=used))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    running=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 8)), max_size=6),  # cpu, memory
+    waiting=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 8), st.integers(0, 4)), max_size=6),
+    need=st.tuples(st.integers(0, 6), st.integers(0, 8)),
+    taken=st.lists(st.booleans(), min_size=6, max_size=6),
+)
+def test_a_sets_value_is_the_pending_pods_that_would_not_fit(running, waiting, need, taken):
+    # Pending pods of every kind: plain, nominated (their room is held: not counted), kept off
+    # the node by a node selector, terminating, scheduling-gated (not queued).
+    on = [pod(f"p{i}", node="n1", cpu=cpu, mem=mem) for i, (cpu, mem) in enumerate(running)]
+    kinds = ({}, {"nominated": "n1"}, {"node_selector": {"zone": "b"}}, {"terminating": True}, {"gated": True})
+    pending = [pod(f"w{i}", cpu=cpu, mem=mem, **kinds[k]) for i, (cpu, mem, k) in enumerate(waiting)]
+    preemptor = pod("pre", cpu=need[0], mem=need[1])
+    v = view([node("n1", cpu=12, mem=16, labels={"zone": "a"})], [*on, *pending, preemptor])
+    victims = [p for p, t in zip(on, taken) if t]
+    facts = Facts(v.budgets_covering, pending_room=room_for_pending(v, "n1", preemptor))
+    value, _ = pending_room.unfit(victims, victims, facts)
+    assert value == unfit_by_definition(v, "n1", victims, preemptor)
+
+
+def test_nothing_pending_decides_nothing():
+    v = view([node("n1")], [pod("a", node="n1", cpu=4)])
+    preemptor = pod("pre", cpu=8)
+    assert room_for_pending(v, "n1", preemptor) is None
+    assert pending_room.unfit([], [], Facts(v.budgets_covering, pending_room=None)) == (0, 0)
+
+
+def test_explain_names_it_where_it_decided():
+    # Two nodes alike but for n2's 2 spare cpu, which the pending pod w fits once the preemptor
+    # is placed; n1's victim started later, so the start alone would pick n1.
+    v = view([node("n1"), node("n2", cpu=12)], [pod("a", node="n1", priority=1, cpu=10, start=500),
+                                                 pod("b", node="n2", priority=1, cpu=10, start=100), pod("w", cpu=2)])
+    preemptor = pod("pre", priority=10, cpu=10)
+    decision = decide(view=v, preemptor=preemptor, proposals=scheduler_proposals(v, preemptor, nodes=["n1", "n2"]))
+    assert list(decision.answer) == ["n2"]
+    loser = next(o for o in decision.outcomes if o.node == "n1")
+    assert "pending pods left without room" in loser.reasons[-1], loser.reasons
+    assert "1 pending pod(s) without room" in loser.reasons[-1], loser.reasons
+    # Without w the start decides, and n1 goes.
+    alone = view([node("n1"), node("n2", cpu=12)], [p for p in v.pods.values() if p.name != "w"])
+    assert list(decide(view=alone, preemptor=preemptor, proposals=scheduler_proposals(alone, preemptor, nodes=["n1", "n2"])).answer) == ["n1"]
+
+
+def test_the_replay_shows_the_queue_pending_until_each_is_bound():
+    made = workload_gpu.generate(random.Random(3), 24, pressure=1.3)
+    seen = []
+
+    def side(current, p, placement):
+        waiting = {q.uid for q in current.pods.values() if q.node_name is None}
+        seen.append((p.uid in waiting, len(waiting)))
+        return replay.stock_side(current, p, placement)
+
+    run = replay.replay(made.view, made.pending, side="stock", decider=side)
+    # Every pod is pending in the view on its turn, and each pod bound leaves the queue.
+    assert all(present for present, _ in seen)
+    first = len(made.pending) + sum(1 for q in made.view.pods.values() if q.node_name is None)
+    bound = 0
+    for (_, waiting), step in zip(seen, run.steps):
+        assert waiting == first - bound
+        bound += step.node is not None
+    assert any(step.node is None for step in run.steps) and bound  # some pods stay pending, some are bound
