@@ -207,7 +207,7 @@ def room_for_pending(v: ClusterView, node: str, preemptor: Pod | None):
     if preemptor is None:
         return None
     info = v.nodes[node]
-    return pending_room.room(pending_room.queue(v.waiting.values(), preemptor), info.node, info.requested, preemptor)
+    return pending_room.room(pending_room.queue(v, preemptor), info.node, info.requested, preemptor)
 
 
 def reference_key(victims, facts, order=None) -> tuple:

@@ -24,14 +24,18 @@ the largest candidates' requests, that many of them, and the terminating pods.""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from policy.criteria.criterion import Criterion, Facts, Kind
 from policy.model import Node, Pod
 from policy.placement import Placement
 from policy.resources import Vector, checked_resources
 from policy.scheduling_queue import left_out
+
+if TYPE_CHECKING:
+    from policy.view import ClusterView
 
 # What a pending pod needs of a node's room: the resources the scheduler checks (policy.resources)
 # with their amounts, as (name, amount) pairs.
@@ -63,17 +67,47 @@ class Room:
     needs: tuple[tuple[Need, int], ...]
 
 
-def queue(pods: Iterable[Pod], preemptor: Pod) -> Queue:
-    """The pods among ``pods`` the scheduler queues (policy.scheduling_queue: no node, not
-    terminating, not gated) and nominated nowhere, but ``preemptor``."""
-    counts: dict[Placement, Counter] = {}
-    for pod in pods:
-        if not left_out(pod) and pod.nominated_node_name is None and pod.uid != preemptor.uid:
-            wanted = pod.requests
-            need = tuple((name, wanted[name]) for name in checked_resources(wanted))
-            counts.setdefault(pod.placement, Counter())[need] += 1
-    labelled = any(p.node_selector or p.affinity is not None for p in counts)
-    return Queue(tuple((placement, tuple(needs.items())) for placement, needs in counts.items()), labelled=labelled)
+def queue(view: ClusterView, preemptor: Pod) -> Queue:
+    """The view's pods the scheduler queues (policy.scheduling_queue: no node, not terminating,
+    not gated) and nominated nowhere (ClusterView.waiting), but ``preemptor``. They are grouped
+    once per view (a queue may hold thousands of pods); a request only takes its preemptor out."""
+    grouped, labelled = _grouped(view)
+    mine = view.waiting.get(preemptor.uid)  # as the view counts it
+    if mine is None or not _queued(mine):
+        by_placement = tuple((placement, tuple(needs.items())) for placement, needs in grouped.items())
+    else:
+        at, own = mine.placement, _need(mine)
+        by_placement = tuple(
+            (placement, tuple((need, count - (placement == at and need == own)) for need, count in needs.items()))
+            for placement, needs in grouped.items()
+        )
+        by_placement = tuple(
+            (placement, kept) for placement, needs in by_placement if (kept := tuple((n, c) for n, c in needs if c))
+        )
+    return Queue(by_placement, labelled=labelled)
+
+
+def _grouped(view: ClusterView) -> tuple[dict[Placement, Counter], bool]:
+    """``view``'s queue grouped by placement, then by need: made once per view (kept in its
+    ``_pending``, never carried over to the next)."""
+    kept = view._pending.get("grouped")
+    if kept is None:
+        counts: dict[Placement, Counter] = {}
+        for pod in view.waiting.values():
+            if _queued(pod):
+                counts.setdefault(pod.placement, Counter())[_need(pod)] += 1
+        labelled = any(p.node_selector or p.affinity is not None for p in counts)
+        kept = view._pending["grouped"] = (counts, labelled)
+    return kept
+
+
+def _queued(pod: Pod) -> bool:
+    return not left_out(pod) and pod.nominated_node_name is None
+
+
+def _need(pod: Pod) -> Need:
+    wanted = pod.requests
+    return tuple((name, wanted[name]) for name in checked_resources(wanted))
 
 
 def reads(pending: Queue) -> tuple[str, ...]:

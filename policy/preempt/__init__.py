@@ -112,7 +112,7 @@ def decide(
         homes=where,
         choosing=victims.Choosing(
             preemptor, budgets, screen, gang_of, order, where, inside=inside, strict_of=strict_of, app_of=app_of,
-            stake_of=stake_of, now=now, pending=pending_room.queue(view.waiting.values(), preemptor),
+            stake_of=stake_of, now=now, pending=pending_room.queue(view, preemptor),
         ),
         guarded=guards is not None,
         answered=answered,

@@ -74,7 +74,7 @@ def test_floor_is_at_most_the_cost_criterion_by_criterion(
     preemptor = pod("pre", cpu=need, priority=preemptor_priority)
     info = v.nodes["n1"]
     reservations = v.reservations("n1", pod=preemptor)
-    queue = pending_room.queue(v.waiting.values(), preemptor)
+    queue = pending_room.queue(v, preemptor)
     floor = bounds.floor(v, info, preemptor, reservations, order, homes.of(v), now=NOW, pending=queue)
     # Pods the answer may not name stay, as select_victims' ``unnameable`` makes them.
     names = {f"p{i}" for i in unsettled}

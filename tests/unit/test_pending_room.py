@@ -49,6 +49,21 @@ def test_a_sets_value_is_the_pending_pods_that_would_not_fit(running, waiting, n
     assert value == unfit_by_definition(v, "n1", victims, preemptor)
 
 
+def test_the_view_groups_its_queue_once_and_each_request_takes_only_its_own_preemptor_out():
+    # Three pending pods of one shape, two of them asking in turn: each request counts the
+    # other two, never itself, though the view groups its queue once for both.
+    pending = [pod(f"w{i}", cpu=4) for i in range(3)]
+    v = view([node("n1", cpu=8)], [pod("a", node="n1", cpu=4), *pending])
+    for preemptor in pending[:2]:
+        facts = Facts(v.budgets_covering, pending_room=room_for_pending(v, "n1", preemptor))
+        # a's 4 cpu stay and the preemptor's 4 are placed: no room for either other pod
+        assert pending_room.unfit([], [], facts) == (2, 2)
+        assert unfit_by_definition(v, "n1", [], preemptor) == 2
+    # A preemptor the view does not show pending (a pod it has not seen yet) takes nothing out.
+    stranger = pod("x", cpu=4)
+    assert pending_room.unfit([], [], Facts(v.budgets_covering, pending_room=room_for_pending(v, "n1", stranger))) == (3, 3)
+
+
 def test_nothing_pending_decides_nothing():
     v = view([node("n1")], [pod("a", node="n1", cpu=4)])
     preemptor = pod("pre", cpu=8)
