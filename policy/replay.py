@@ -36,8 +36,9 @@ counts adds a failure, and a budget exhausted fails the index or the Job. A fail
 pods keep running here (the controller would delete them, freeing room neither side chose).
 
 The pods of the queue are in each side's view from the start, pending (as a dump shows the
-pods waiting), until their turn binds them; a pod left pending stays in it. Only
-policy.criteria.pending_room reads them.
+pods waiting), until their turn binds them; a pod left pending stays in it.
+policy.criteria.pending_room reads them, and policy.gangs counts a pending member of a gang
+that needs every member (a JobSet's) in its size, as it does in a live view.
 
 Everything is deterministic; the measures are documented on ``Totals`` (and in
 docs/simulate.md).

@@ -249,7 +249,7 @@ def _attempt(
         choosing.budgets_of, choosing.gang_of, first, no_home,
         app_of=choosing.app_of, strict_of=choosing.strict_of, stake_of=choosing.stake_of,
         now=choosing.now, allocatable=node.node.allocatable,
-        pending_room=pending_room.room(choosing.pending, node.node, node.requested, preemptor),
+        pending_room=pending_room.room(choosing.pending, node.node, node.requested, preemptor, here.reservations),
     )
     search = exact.Search(room, checked, live, leaving, facts, choosing.order)
     greedy = _greedy_best(here, choosing, search, candidates, first)

@@ -3,11 +3,12 @@ whose node, once its victims are gone and the preemptor placed, still has room f
 pods waiting to be scheduled (issue 28: what the room left is good for).
 
 The pods waiting are the view's pods the scheduler queues (no node, not terminating, not
-scheduling-gated: policy.scheduling_queue) but the preemptor and those nominated to a node (the
-scheduler holds their room already), that the node's filters admit (policy.placement: cordon,
-taints, node selector and affinity); each is counted by its requests alone, against the room the node has left: its
-allocatable, less what its pods request, plus what the victims free, less the preemptor's
-requests (room held by nominated pods is not subtracted). A set's value is how many of them would
+scheduling-gated: policy.scheduling_queue) but the preemptor and those whose room is held already
+(nominated to a node, or the preemptor of an answer in flight), that the node's filters admit
+(policy.placement: cordon, taints, node selector and affinity); each is counted by its requests
+alone, against the room the node has left: its allocatable, less what its pods request and what
+the pods holding room there request (nominations, answers in flight: as policy.victims sees the
+node), plus what the victims free, less the preemptor's requests. A set's value is how many of them would
 not fit there, each alone; with no pending pod in the view every set's value is 0 and the
 criterion decides nothing.
 
@@ -24,7 +25,7 @@ the largest candidates' requests, that many of them, and the terminating pods.""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -67,42 +68,51 @@ class Room:
     needs: tuple[tuple[Need, int], ...]
 
 
-def queue(view: ClusterView, preemptor: Pod) -> Queue:
+def queue(view: ClusterView, preemptor: Pod, holding: Iterable[Pod] = ()) -> Queue:
     """The view's pods the scheduler queues (policy.scheduling_queue: no node, not terminating,
-    not gated) and nominated nowhere (ClusterView.waiting), but ``preemptor``. They are grouped
-    once per view (a queue may hold thousands of pods); a request only takes its preemptor out."""
-    grouped, labelled = _grouped(view)
-    mine = view.waiting.get(preemptor.uid)  # as the view counts it
-    if mine is None or not _queued(mine):
-        by_placement = tuple((placement, tuple(needs.items())) for placement, needs in grouped.items())
-    else:
-        at, own = mine.placement, _need(mine)
-        by_placement = tuple(
-            (placement, tuple((need, count - (placement == at and need == own)) for need, count in needs.items()))
-            for placement, needs in grouped.items()
-        )
-        by_placement = tuple(
-            (placement, kept) for placement, needs in by_placement if (kept := tuple((n, c) for n, c in needs if c))
-        )
-    return Queue(by_placement, labelled=labelled)
+    not gated) and nominated nowhere (ClusterView.waiting), but ``preemptor`` and ``holding``
+    (the preemptors of answers in flight: their room is held already, on their nodes, though the
+    view may not show them nominated yet). They are grouped once per view (a queue may hold
+    thousands of pods); a request only takes its own out. An earlier record of the preemptor's
+    namespace and name (another UID: a pod deleted that the view still shows) is taken out too."""
+    grouped, labelled, by_key = _grouped(view)
+    out: Counter = Counter()
+    for uid in {preemptor.uid, *(p.uid for p in holding)}:
+        mine = view.waiting.get(uid)  # as the view counts it
+        if mine is not None and _queued(mine):
+            out[mine.placement, _need(mine)] += 1
+    for stale in by_key.get(preemptor.key, ()):
+        if stale.uid != preemptor.uid:
+            out[stale.placement, _need(stale)] += 1
+    if not out:
+        return Queue(tuple((placement, tuple(needs.items())) for placement, needs in grouped.items()), labelled=labelled)
+    by_placement = []
+    for placement, needs in grouped.items():
+        kept = tuple((need, left) for need, count in needs.items() if (left := count - out[placement, need]) > 0)
+        if kept:
+            by_placement.append((placement, kept))
+    return Queue(tuple(by_placement), labelled=labelled)
 
 
-def _grouped(view: ClusterView) -> tuple[dict[Placement, Counter], bool]:
-    """``view``'s queue grouped by placement, then by need: made once per view (kept in its
-    ``_pending``, never carried over to the next)."""
+def _grouped(view: ClusterView) -> tuple[dict[Placement, Counter], bool, dict[str, tuple[Pod, ...]]]:
+    """``view``'s queue grouped by placement, then by need, whether a placement reads a node's
+    labels, and the queued pods by namespace/name: made once per view (kept in its ``_pending``,
+    never carried over to the next)."""
     kept = view._pending.get("grouped")
     if kept is None:
         counts: dict[Placement, Counter] = {}
+        by_key: dict[str, tuple[Pod, ...]] = {}
         for pod in view.waiting.values():
             if _queued(pod):
                 counts.setdefault(pod.placement, Counter())[_need(pod)] += 1
+                by_key[pod.key] = (*by_key.get(pod.key, ()), pod)
         labelled = any(p.node_selector or p.affinity is not None for p in counts)
-        kept = view._pending["grouped"] = (counts, labelled)
+        kept = view._pending["grouped"] = (counts, labelled, by_key)
     return kept
 
 
 def _queued(pod: Pod) -> bool:
-    return not left_out(pod) and pod.nominated_node_name is None
+    return not left_out(pod)
 
 
 def _need(pod: Pod) -> Need:
@@ -131,15 +141,17 @@ def admitted(pending: Queue, node: Node) -> tuple[tuple[Need, int], ...]:
     return found
 
 
-def room(pending: Queue | None, node: Node, requested: Vector, preemptor: Pod) -> Room | None:
-    """``node``'s Room for ``pending`` (None where nothing is pending)."""
+def room(
+    pending: Queue | None, node: Node, requested: Vector, preemptor: Pod, held: Sequence[Pod] = ()
+) -> Room | None:
+    """``node``'s Room for ``pending`` (None where nothing is pending): ``requested`` is what its
+    pods request, ``held`` the pods holding room there (nominations, answers in flight)."""
     if pending is None or not pending.has_pods:
         return None
     base = dict(node.allocatable)
-    for name, value in requested.items():
-        base[name] = base.get(name, 0) - value
-    for name, value in preemptor.requests.items():
-        base[name] = base.get(name, 0) - value
+    for pod_requests in (requested, preemptor.requests, *(p.requests for p in held)):
+        for name, value in pod_requests.items():
+            base[name] = base.get(name, 0) - value
     return Room(base, admitted(pending, node))
 
 

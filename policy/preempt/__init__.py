@@ -112,7 +112,7 @@ def decide(
         homes=where,
         choosing=victims.Choosing(
             preemptor, budgets, screen, gang_of, order, where, inside=inside, strict_of=strict_of, app_of=app_of,
-            stake_of=stake_of, now=now, pending=pending_room.queue(view, preemptor),
+            stake_of=stake_of, now=now, pending=pending_room.queue(view, preemptor, (f.preemptor for f in in_flight)),
         ),
         guarded=guards is not None,
         answered=answered,

@@ -355,12 +355,20 @@ def _priced(
         request.budgets, request.gang_of, opted_out, no_home,
         app_of=request.app_of, strict_of=request.choosing.strict_of, stake_of=request.stake_of,
         now=request.now, allocatable=info.node.allocatable if info is not None else None,
-        pending_room=(
-            pending_room.room(request.choosing.pending, info.node, info.requested, request.preemptor)
-            if info is not None else None
-        ),
+        pending_room=_pending_room(request, info, victims),
     )
     return request.order.cost(victims, facts), homeless
+
+
+def _pending_room(request: Request, info: NodeInfo | None, victims: Sequence[Pod]) -> pending_room.Room | None:
+    """The node's room for the pending pods as policy.victims sees it when it chooses there:
+    once the records holding room against the preemptor take effect (records_here, with the
+    victims priced as the proposal)."""
+    pending = request.choosing.pending
+    if info is None or pending is None or not pending.has_pods:
+        return None
+    here = records_here(request.view, info, request.preemptor, request.in_flight, victims)
+    return pending_room.room(pending, here.node.node, here.node.requested, request.preemptor, here.reservations)
 
 
 def _unnameable(proposed: set[str], answered: frozenset[str], now: float | None) -> Callable[[Pod], str]:

@@ -192,16 +192,21 @@ def test_on_identical_nodes_a_pending_pod_without_room_anywhere_still_leaves_one
     with_rules=st.booleans(),
     order=st.permutations(ranking.MOVABLE).map(ranking.Order),
     at=st.sampled_from([None, NOW]),  # with a time, the work lost is bounded per request in the kept floors
+    sizes=st.lists(st.integers(6, 14), min_size=5, max_size=5),
+    # Pending pods (cpu, memory, the zone they select, if any): the pending room's bound, read lazily.
+    waiting=st.lists(st.tuples(st.integers(0, 8), st.integers(0, 8), st.sampled_from([None, "a", "b"])), max_size=5),
+    self_pending=st.booleans(),  # the preemptor is in the view, pending
 )
 # n1's floor ties with n0's cost (no live victim), and n1 is where the pod waits for
 # terminating pods: such a node is solved although its name sorts after n0.
 @example(
     nodes=[[(0, 0, G, 0, False, 0, 0, 0, 0)] * 2, [(0, 0, G, 0, False, 0, 0, 0, 0)] * 3], allowed=0, other=0, need=1,
     preemptor_priority=1, held=[0] * 5, proposed=[{0, 1}, set(), set(), set(), set()], unknown=2, flying=0,
-    with_rules=False, order=ranking.DEFAULT, at=None,
+    with_rules=False, order=ranking.DEFAULT, at=None, sizes=[12] * 5, waiting=[], self_pending=False,
 )
 def test_fast_path_answers_as_solving_every_node(
-    nodes, allowed, other, need, preemptor_priority, held, proposed, unknown, flying, with_rules, order, at
+    nodes, allowed, other, need, preemptor_priority, held, proposed, unknown, flying, with_rules, order, at, sizes, waiting,
+    self_pending,
 ):
     names = [f"n{i}" for i in range(len(nodes))]
     pods = []
@@ -210,8 +215,13 @@ def test_fast_path_answers_as_solving_every_node(
     for name, cpu in zip(names, held):
         if cpu:
             pods.append(pod(f"held-{name}", cpu=cpu, priority=preemptor_priority, nominated=name))
-    v = view([node(n, cpu=12, pods=10) for n in names], pods, _budgets(allowed, other), [OPT_OUT], groups=GROUPS, jobs=JOBS)
+    pods += [pod(f"w{i}", cpu=cpu, mem=mem, node_selector={"zone": zone} if zone else None)
+             for i, (cpu, mem, zone) in enumerate(waiting)]
     preemptor = pod("pre", cpu=need, priority=preemptor_priority)
+    if self_pending:
+        pods.append(preemptor)
+    v = view([node(n, cpu=size, pods=10, labels={"zone": "ab"[i % 2]}) for i, (n, size) in enumerate(zip(names, sizes))],
+             pods, _budgets(allowed, other), [OPT_OUT], groups=GROUPS, jobs=JOBS)
     # With rules, pods of the opted-out class are a last resort and pods of the preemptor's
     # own application ("b") are protected: both only make victims dearer than the floor.
     rules = tenancy.Rules(application_label="app") if with_rules else None

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy import replay, resources, workload_gpu
+from policy import ranking, replay, resources, workload_gpu
 from policy.criteria import Facts, pending_room
-from policy.preempt import decide
+from policy.model import InFlight
+from policy.preempt import Proposal, decide
 from tests.builders import node, pod, room_for_pending, scheduler_proposals, view
 
 
@@ -56,12 +58,57 @@ def test_the_view_groups_its_queue_once_and_each_request_takes_only_its_own_pree
     v = view([node("n1", cpu=8)], [pod("a", node="n1", cpu=4), *pending])
     for preemptor in pending[:2]:
         facts = Facts(v.budgets_covering, pending_room=room_for_pending(v, "n1", preemptor))
+        grouped = v._pending["grouped"]
         # a's 4 cpu stay and the preemptor's 4 are placed: no room for either other pod
         assert pending_room.unfit([], [], facts) == (2, 2)
         assert unfit_by_definition(v, "n1", [], preemptor) == 2
+    assert pending_room.queue(v, pending[0]) is not None and v._pending["grouped"] is grouped  # made once
     # A preemptor the view does not show pending (a pod it has not seen yet) takes nothing out.
     stranger = pod("x", cpu=4)
     assert pending_room.unfit([], [], Facts(v.budgets_covering, pending_room=room_for_pending(v, "n1", stranger))) == (3, 3)
+    # One the view shows under an earlier UID (deleted and made again under its name, the view
+    # behind) is not counted as a pod waiting besides it.
+    again = dataclasses.replace(pending[0], uid="w0-again")
+    assert pending_room.unfit([], [], Facts(v.budgets_covering, pending_room=room_for_pending(v, "n1", again))) == (2, 2)
+
+
+def test_an_answer_in_flight_holds_its_preemptors_room_whether_or_not_the_view_shows_it_nominated():
+    # x, answered to n3 (victim c), still shows pending until the scheduler's nomination
+    # reaches the view: it needs no room of n1's or n2's either way, so the answer is the same.
+    # Counting it would send the preemptor to n2, whose 2 spare cpu fit it.
+    a = pod("a", node="n1", priority=1, cpu=10, start=500)
+    b = pod("b", node="n2", priority=1, cpu=10, start=100)
+    c = pod("c", node="n3", priority=1, cpu=8)
+    x = pod("x", priority=20, cpu=2)
+    preemptor = pod("pre", priority=10, cpu=10)
+    nodes = [node("n1"), node("n2", cpu=12), node("n3")]
+    flight = [InFlight(x, "n3", (c,))]
+    answers = []
+    for shown in (x, dataclasses.replace(x, nominated_node_name="n3")):
+        v = view(nodes, [a, b, c, shown])
+        decision = decide(view=v, preemptor=preemptor, proposals=scheduler_proposals(v, preemptor, nodes=["n1", "n2"]), in_flight=flight)
+        answers.append(list(decision.answer))
+    assert answers == [["n1"], ["n1"]]
+
+
+def test_the_schedulers_victims_are_costed_on_the_node_as_reprieves_own_are():
+    # An answer in flight takes c from n1 for e; the scheduler proposes d, as reprieve chooses.
+    # Both sets are the same, so their costs are too: the room left for w counts e's hold and
+    # c's going on both sides (on the node as the view shows it, 4 cpu would be left: w fits).
+    c = pod("c", node="n1", priority=1, cpu=2)
+    d = pod("d", node="n1", priority=1, cpu=6)
+    e = pod("e", priority=20, cpu=4)
+    w = pod("w", cpu=3)
+    preemptor = pod("pre", priority=10, cpu=6)
+    v = view([node("n1", cpu=12)], [c, d, e, w])
+    decision = decide(
+        view=v, preemptor=preemptor, proposals={"n1": Proposal((d.uid,), 0)}, in_flight=[InFlight(e, "n1", (c,))],
+        exhaustive=True,
+    )
+    outcome = decision.outcomes[0]
+    assert [p.name for p in outcome.victims] == ["d"]
+    assert outcome.cost.value(ranking.PENDING_ROOM) == 1  # 12 - (d gone, c gone) - e 4 - pre 6 = 2 left: w does not fit
+    assert outcome.proposed_cost is not None and outcome.proposed_cost.key == outcome.cost.key
 
 
 def test_nothing_pending_decides_nothing():
