@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from extender.state.translate import GROUP_KINDS, group_kind
+from policy.criteria import pending_room
 from policy.gangs import GroupMinimum
 from policy.jobs import Job
 from policy.model import DisruptionBudget, Node, Pod
@@ -352,6 +353,8 @@ class Store:
             )
             view = self._incremental(prev) if prev is not None else self._full()
             view = dataclasses.replace(view, revision=revision, changes=self.changes)
+            if prev is not None:
+                pending_room.carry(prev, view, self._dirty_pods)
             self._view = view
             self._all_dirty = False
             self._dirty_nodes, self._dirty_nominated, self._dirty_members, self._dirty_gangs = set(), set(), set(), set()

@@ -111,6 +111,44 @@ def _grouped(view: ClusterView) -> tuple[dict[Placement, Counter], bool, dict[st
     return kept
 
 
+def carry(prev: ClusterView, view: ClusterView, changed: Iterable[str]) -> None:
+    """Give ``view`` the grouping of its queue from ``prev``'s, where that was made, updated for
+    the pods ``changed`` (the UIDs of the pods added, changed or deleted between the two): the
+    live store publishes a view per batch of events, and grouping a queue of thousands of pods
+    afresh would cost the first request of each view several milliseconds. ``prev``'s own stays
+    as it was (requests may still be reading it)."""
+    kept = prev._pending.get("grouped")
+    if kept is None:
+        return
+    if view.waiting is prev.waiting:
+        view._pending["grouped"] = kept
+        return
+    counts: dict[Placement, Counter] = {placement: needs.copy() for placement, needs in kept[0].items()}
+    by_key = dict(kept[2])
+    before, after = prev.waiting, view.waiting
+    for uid in changed:
+        old, new = before.get(uid), after.get(uid)
+        if old is new:
+            continue
+        if old is not None and _queued(old):
+            needs = counts[old.placement]
+            needs[_need(old)] -= 1
+            if needs[_need(old)] <= 0:
+                del needs[_need(old)]
+                if not needs:
+                    del counts[old.placement]
+            left = tuple(p for p in by_key[old.key] if p.uid != uid)
+            if left:
+                by_key[old.key] = left
+            else:
+                del by_key[old.key]
+        if new is not None and _queued(new):
+            counts.setdefault(new.placement, Counter())[_need(new)] += 1
+            by_key[new.key] = (*by_key.get(new.key, ()), new)
+    labelled = any(p.node_selector or p.affinity is not None for p in counts)
+    view._pending["grouped"] = (counts, labelled, by_key)
+
+
 def _queued(pod: Pod) -> bool:
     return not left_out(pod)
 

@@ -9,6 +9,7 @@ from extender.live.store import GROUPS, Store
 from extender.state.translate import group_kind
 from extender.state.standings import Standings
 from policy import bounds, prioritize, tenancy
+from policy.criteria import pending_room
 from policy.gangs import GroupMinimum
 from policy.labels import Selector
 from policy.view import ClusterView
@@ -31,6 +32,7 @@ pod_op = st.tuples(
             st.integers(1, 4),  # cpu
             st.sampled_from(APPS),  # app label
             st.integers(0, 2),  # memory (GiB), none at 0: a resource only some pods of a priority ask for
+            st.booleans(),  # terminating (a pending one leaves the scheduling queue)
         ),
     ),
 )
@@ -54,9 +56,10 @@ def record(kind, i, spec):
     if spec is None:
         return None
     if kind == "pods":
-        bound, nominated, priority, cpu, app, mem = spec
+        bound, nominated, priority, cpu, app, mem, terminating = spec
         return pod(
             f"p{i}", node=bound, nominated=None if bound else nominated, priority=priority, cpu=cpu, mem=mem, ns=pod_ns(i),
+            terminating=terminating,
             labels={"app": app, **_spark(i, app)}, gang={"a": (app, 2), "b": (app, None)}.get(app),  # b: its group object's minimum
         )
     if kind == "nodes":
@@ -164,6 +167,9 @@ def test_every_published_view_equals_a_full_rebuild(batches, skip):
         )
         assert digest(view) == digest(full)
         assert versions == last
+        # The pending pods' queue, grouped (policy.criteria.pending_room): carried from the
+        # previous view and updated for the pods changed, it is what the full view groups.
+        assert grouping(view) == grouping(full)
         # Summaries carried over from the previous view (ClusterView.summary) are those of this
         # one; computing them every time keeps each view's memo full for the next.
         assert summaries(view) == summaries(full)
@@ -171,6 +177,15 @@ def test_every_published_view_equals_a_full_rebuild(batches, skip):
             skip -= 1
             continue
         assert standing(standings.of(view)) == standing(tenancy.assess(RULES, full))
+
+
+def grouping(view: ClusterView) -> tuple:
+    counts, labelled, by_key = pending_room._grouped(view)
+    return (
+        {placement: dict(needs) for placement, needs in counts.items()},
+        labelled,
+        {key: sorted(p.uid for p in pods) for key, pods in by_key.items()},
+    )
 
 
 def group_minimum(kind: str, ns: str, app: str, minimum: int | None) -> GroupMinimum | None:
@@ -297,3 +312,38 @@ def test_views_stay_whole_through_many_deletions():
             full = ClusterView.build(nodes=store.get("nodes").values(), pods=store.get("pods").values())
             assert dict(view.nodes) == dict(full.nodes) and view.pods == full.pods
     assert len(view.pods) == 10
+
+
+def test_the_pending_pods_grouping_is_carried_from_view_to_view():
+    # Each view's queue grouping (policy.criteria.pending_room) is the last one's, updated for
+    # the pods that changed between them: it must be what grouping the view afresh gives, through
+    # every way a pod leaves the queue, comes into it or changes in it.
+    store = Store(KINDS)
+    for kind in KINDS:
+        store.replace(kind, {}, "1")
+    store.replace("nodes", {n: node(n, cpu=8) for n in NODES}, "1")
+    rv = iter(range(2, 1000))
+
+    def put(p):
+        store.apply("pods", p.uid, p, str(next(rv)))
+
+    waiting = [pod(f"w{i}", cpu=1 + i % 2, ns=pod_ns(i)) for i in range(6)]
+    for p in waiting:
+        put(p)
+    steps = [
+        lambda: put(pod("w0", cpu=3, ns=pod_ns(0))),  # resized: its old shape out, its new one in
+        lambda: store.apply("pods", waiting[1].uid, None, str(next(rv))),  # deleted
+        lambda: put(pod("w2", cpu=1, ns=pod_ns(2), nominated="n1")),  # nominated: its room is held
+        lambda: put(pod("w3", cpu=2, ns=pod_ns(3), node="n2")),  # bound
+        lambda: put(pod("w4", cpu=1, ns=pod_ns(4), terminating=True)),  # deleted, leaving
+        lambda: put(pod("w2", cpu=1, ns=pod_ns(2))),  # its nomination cleared: back in the queue
+        lambda: put(pod("w6", cpu=2, ns=pod_ns(6))),  # a new one
+    ]
+    view = store.build_view()[2]
+    pending_room.queue(view, pod("x"))  # grouped once; from here on each view carries it
+    for step in steps:
+        step()
+        view = store.build_view()[2]
+        carried = grouping(view)
+        assert carried == grouping(ClusterView.build(nodes=store.get("nodes").values(), pods=store.get("pods").values()))
+    assert sum(sum(needs.values()) for needs in carried[0].values()) == 4  # w0, w2, w5, w6
