@@ -207,7 +207,8 @@ def room_for_pending(v: ClusterView, node: str, preemptor: Pod | None):
     if preemptor is None:
         return None
     info = v.nodes[node]
-    return pending_room.room(pending_room.queue(v, preemptor), info.node, info.requested, preemptor)
+    held = v.reservations(node, pod=preemptor)  # as policy.victims sees the node (no answer in flight)
+    return pending_room.room(pending_room.queue(v, preemptor), info.node, info.requested, preemptor, held)
 
 
 def reference_key(victims, facts, order=None) -> tuple:

@@ -368,7 +368,13 @@ def _pending_room(request: Request, info: NodeInfo | None, victims: Sequence[Pod
     if info is None or pending is None or not pending.has_pods:
         return None
     here = records_here(request.view, info, request.preemptor, request.in_flight, victims)
-    return pending_room.room(pending, here.node.node, here.node.requested, request.preemptor, here.reservations)
+    # Victims already gone from the node as records_here leaves it (promised to an answer in
+    # flight): their room is in it, and the criterion adds every victim's back.
+    on_node = {p.uid for p in here.node.pods}
+    gone = [v for v in victims if v.uid not in on_node]
+    return pending_room.room(
+        pending, here.node.node, here.node.requested, request.preemptor, (*here.reservations, *gone)
+    )
 
 
 def _unnameable(proposed: set[str], answered: frozenset[str], now: float | None) -> Callable[[Pod], str]:

@@ -18,10 +18,17 @@ from tests.builders import node, pod, room_for_pending, scheduler_proposals, vie
 def unfit_by_definition(v, name, victims, preemptor) -> int:
     """Straight from the definition: each pending pod (no node, none nominated, not the
     preemptor, not terminating) the node's filters admit that does not fit, alone, next to the
-    node's pods but the victims and the preemptor."""
+    node's pods but the victims, the pods nominated there that the preemptor may not take room
+    from (priority at least its own), and the preemptor."""
     info = v.nodes[name]
     gone = {p.uid for p in victims}
-    used = resources.add(*(p.requests for p in info.pods if p.uid not in gone), preemptor.requests)
+    holding = [
+        p for p in v.pods.values()
+        if p.nominated_node_name == name and p.node_name is None and p.priority >= preemptor.priority and p.uid != preemptor.uid
+    ]
+    used = resources.add(
+        *(p.requests for p in info.pods if p.uid not in gone), *(p.requests for p in holding), preemptor.requests
+    )
     waiting = [
         p for p in v.pods.values()
         if p.node_name is None and p.nominated_node_name is None and not p.terminating and not p.gated and p.uid != preemptor.uid
@@ -109,6 +116,28 @@ def test_the_schedulers_victims_are_costed_on_the_node_as_reprieves_own_are():
     assert [p.name for p in outcome.victims] == ["d"]
     assert outcome.cost.value(ranking.PENDING_ROOM) == 1  # 12 - (d gone, c gone) - e 4 - pre 6 = 2 left: w does not fit
     assert outcome.proposed_cost is not None and outcome.proposed_cost.key == outcome.cost.key
+
+
+def test_a_kept_victim_promised_to_an_answer_in_flight_frees_its_room_once():
+    # On n1, c is promised to e's answer in flight: with c gone and e's 2 cpu held, the
+    # preemptor fits with nothing evicted, but the view still shows c, so the scheduler's
+    # victims ({c}) are kept. Left on n1: 13 - g 1 - e 2 - pre 8 = 2, too little for w (3 cpu);
+    # n2 keeps 4 once f goes. Counting c's room twice made n1 look as good and win by name.
+    c = pod("c", node="n1", priority=1, cpu=4)
+    g = pod("g", node="n1", priority=1, cpu=1)
+    f = pod("f", node="n2", priority=1, cpu=8)
+    e = pod("e", priority=20, cpu=2)
+    w = pod("w", cpu=3)
+    preemptor = pod("pre", priority=10, cpu=8)
+    v = view([node("n1", cpu=13), node("n2", cpu=12)], [c, g, f, e, w])
+    for exhaustive in (False, True):
+        decision = decide(
+            view=v, preemptor=preemptor, proposals={"n1": Proposal((c.uid,), 0), "n2": Proposal((f.uid,), 0)},
+            in_flight=[InFlight(e, "n1", (c,))], exhaustive=exhaustive,
+        )
+        costs = {o.node: o.cost.value(ranking.PENDING_ROOM) for o in decision.outcomes if o.cost is not None}
+        assert costs == {"n1": 1, "n2": 0}
+        assert list(decision.answer) == ["n2"]
 
 
 def test_nothing_pending_decides_nothing():
