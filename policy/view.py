@@ -123,7 +123,8 @@ class ClusterView:
     # policy.homes.Homes of this view, made on first use (policy.homes.of): never carried over,
     # and not an init field, so that a view made with dataclasses.replace starts without it.
     _homes: dict[str, object] = field(default_factory=dict, init=False, compare=False, repr=False)
-    # policy.criteria.pending_room's grouping of ``waiting``, made on first use: never carried over.
+    # policy.criteria.pending_room's grouping of ``waiting``, made on first use (or handed on by
+    # the live store: pending_room.carry); not an init field, so a replaced view starts without it.
     _pending: dict[str, object] = field(default_factory=dict, init=False, compare=False, repr=False)
     # (owner UID, job index) -> policy.jobs.Stake (or None), computed on first use (stake_of): never carried over.
     _stakes: dict[tuple, Stake | None] = field(default_factory=dict, init=False, compare=False, repr=False)

@@ -344,6 +344,7 @@ def test_the_pending_pods_grouping_is_carried_from_view_to_view():
     for step in steps:
         step()
         view = store.build_view()[2]
+        assert "grouped" in view._pending  # handed on, not grouped afresh below
         carried = grouping(view)
         assert carried == grouping(ClusterView.build(nodes=store.get("nodes").values(), pods=store.get("pods").values()))
     assert sum(sum(needs.values()) for needs in carried[0].values()) == 4  # w0, w2, w5, w6
