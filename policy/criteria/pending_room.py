@@ -105,10 +105,8 @@ def _grouped(view: ClusterView) -> tuple[dict[Placement, Counter], bool, dict[st
         by_key: dict[str, tuple[Pod, ...]] = {}
         for pod in view.waiting.values():
             if _queued(pod):
-                counts.setdefault(pod.placement, Counter())[_need(pod)] += 1
-                by_key[pod.key] = (*by_key.get(pod.key, ()), pod)
-        labelled = any(p.node_selector or p.affinity is not None for p in counts)
-        kept = view._pending["grouped"] = (counts, labelled, by_key)
+                _add(counts, by_key, pod)
+        kept = view._pending["grouped"] = (counts, _labelled(counts), by_key)
     return kept
 
 
@@ -133,22 +131,36 @@ def carry(prev: ClusterView, view: ClusterView, changed: Iterable[str]) -> None:
         if old is new:
             continue
         if old is not None and _queued(old):
-            needs = counts[old.placement]
-            needs[_need(old)] -= 1
-            if needs[_need(old)] <= 0:
-                del needs[_need(old)]
-                if not needs:
-                    del counts[old.placement]
-            left = tuple(p for p in by_key[old.key] if p.uid != uid)
-            if left:
-                by_key[old.key] = left
-            else:
-                del by_key[old.key]
+            _remove(counts, by_key, old)
         if new is not None and _queued(new):
-            counts.setdefault(new.placement, Counter())[_need(new)] += 1
-            by_key[new.key] = (*by_key.get(new.key, ()), new)
-    labelled = any(p.node_selector or p.affinity is not None for p in counts)
-    view._pending["grouped"] = (counts, labelled, by_key)
+            _add(counts, by_key, new)
+    view._pending["grouped"] = (counts, _labelled(counts), by_key)
+
+
+def _add(counts: dict[Placement, Counter], by_key: dict[str, tuple[Pod, ...]], pod: Pod) -> None:
+    """``pod`` into a grouping (_grouped's parts)."""
+    counts.setdefault(pod.placement, Counter())[_need(pod)] += 1
+    by_key[pod.key] = (*by_key.get(pod.key, ()), pod)
+
+
+def _remove(counts: dict[Placement, Counter], by_key: dict[str, tuple[Pod, ...]], pod: Pod) -> None:
+    """``pod``, which _add put in, out of a grouping, empty entries with it."""
+    needs, need = counts[pod.placement], _need(pod)
+    needs[need] -= 1
+    if needs[need] <= 0:
+        del needs[need]
+        if not needs:
+            del counts[pod.placement]
+    left = tuple(p for p in by_key[pod.key] if p.uid != pod.uid)
+    if left:
+        by_key[pod.key] = left
+    else:
+        del by_key[pod.key]
+
+
+def _labelled(counts: dict[Placement, Counter]) -> bool:
+    """Some placement reads a node's labels or name (Queue.labelled)."""
+    return any(p.node_selector or p.affinity is not None for p in counts)
 
 
 def _queued(pod: Pod) -> bool:
