@@ -232,13 +232,13 @@ def _no_victims(request: Request, name: str, here: Here, as_proposed: list[Pod])
         # deleted, and waiting would then be for nothing. The scheduler's victims are kept
         # (naming again one already going costs nothing).
         why = f"fits once {_keys(staying)} go for an earlier answer, which the view does not show yet"
-        return _keep_scheduler_victims(request, name, as_proposed, Cause.IN_FLIGHT, why)
+        return _keep_scheduler_victims(request, name, as_proposed, Cause.IN_FLIGHT, why, here)
     if room_after(as_seen, preemptor, reservations, ()) is not None:
         # Nothing here is leaving that the pod needs: it fits as reprieve's view stands, and the
         # scheduler, whose view is never older, found it does not. Waiting would be for nothing
         # (a pod bound here that the view has not seen yet): the scheduler's victims are kept.
         why = "the pod fits here in reprieve's view with nothing evicted, so the scheduler's view is newer"
-        return _keep_scheduler_victims(request, name, as_proposed, Cause.SCHEDULER_NEWER, why)
+        return _keep_scheduler_victims(request, name, as_proposed, Cause.SCHEDULER_NEWER, why, here)
     return NodeOutcome(
         name, Verdict.DROPPED, Cause.LEAVING, reasons=("fits once the pods terminating here are gone",)
     )
@@ -281,14 +281,16 @@ def _no_room_here(
     if held_back:
         finding += f" (with {_keys(held_back)} staying: the answer may not name them)"
     why = f"the scheduler's view of the node is newer than reprieve's, whose own finding was: {finding}"
-    kept = _keep_scheduler_victims(request, name, as_proposed, Cause.SCHEDULER_NEWER, why)
+    kept = _keep_scheduler_victims(request, name, as_proposed, Cause.SCHEDULER_NEWER, why, here)
     if kept.verdict is Verdict.DROPPED:
         return kept
     # Not ranked with the nodes reprieve could judge: offered only if none of them can be.
     return dataclasses.replace(kept, verdict=Verdict.PASSED_THROUGH, cost=None)
 
 
-def _keep_scheduler_victims(request: Request, name: str, victims: list[Pod], cause: Cause, why: str) -> NodeOutcome:
+def _keep_scheduler_victims(
+    request: Request, name: str, victims: list[Pod], cause: Cause, why: str, here: Here | None = None
+) -> NodeOutcome:
     """The scheduler's victims, unless the rules protect one of them or they break a guard (a
     pod inside its minimum runtime, a strict budget violated: policy.guards): reprieve cannot
     choose others here, so the node is dropped."""
@@ -309,7 +311,7 @@ def _keep_scheduler_victims(request: Request, name: str, victims: list[Pod], cau
         short = screen.over_share(victims)
         if short:
             return NodeOutcome(name, Verdict.DROPPED, Cause.QUEUE_SHARE, reasons=(f"{why}; but {short}",))
-    cost, homeless = _priced(request, name, victims, frozenset(opted_out))
+    cost, homeless = _priced(request, name, victims, frozenset(opted_out), here)
     violations, broken = cost.detail(ranking.PDB_VIOLATIONS), cost.detail(ranking.BROKEN_GANGS)
     ended = cost.detail(ranking.MANAGERS)
     return NodeOutcome(
@@ -344,10 +346,11 @@ def price(request: Request, name: str, victims: Sequence[Pod]) -> ranking.Cost:
 
 
 def _priced(
-    request: Request, name: str, victims: Sequence[Pod], opted_out: frozenset[str]
+    request: Request, name: str, victims: Sequence[Pod], opted_out: frozenset[str], here: Here | None = None
 ) -> tuple[ranking.Cost, homes.Homeless]:
     """The cost of victims reprieve did not choose (the one Order.cost outside policy.victims),
-    and those of them with no home off the node."""
+    and those of them with no home off the node. ``here``: the node as records_here leaves it
+    with ``victims`` proposed, where the caller has it already."""
     homeless = homes.homeless(victims, request.homes, node=name)
     no_home = frozenset(p.uid for p in victims if p.key in homeless.pods)
     info = request.view.nodes.get(name)
@@ -355,19 +358,22 @@ def _priced(
         request.budgets, request.gang_of, opted_out, no_home,
         app_of=request.app_of, strict_of=request.choosing.strict_of, stake_of=request.stake_of,
         now=request.now, allocatable=info.node.allocatable if info is not None else None,
-        pending_room=_pending_room(request, info, victims),
+        pending_room=_pending_room(request, info, victims, here),
     )
     return request.order.cost(victims, facts), homeless
 
 
-def _pending_room(request: Request, info: NodeInfo | None, victims: Sequence[Pod]) -> pending_room.Room | None:
+def _pending_room(
+    request: Request, info: NodeInfo | None, victims: Sequence[Pod], here: Here | None = None
+) -> pending_room.Room | None:
     """The node's room for the pending pods as policy.victims sees it when it chooses there:
     once the records holding room against the preemptor take effect (records_here, with the
-    victims priced as the proposal)."""
+    victims priced as the proposal; ``here`` where the caller made it so)."""
     pending = request.choosing.pending
     if info is None or pending is None or not pending.has_pods:
         return None
-    here = records_here(request.view, info, request.preemptor, request.in_flight, victims)
+    if here is None:
+        here = records_here(request.view, info, request.preemptor, request.in_flight, victims)
     # Victims already gone from the node as records_here leaves it (promised to an answer in
     # flight): their room is in it, and the criterion adds every victim's back.
     on_node = {p.uid for p in here.node.pods}
