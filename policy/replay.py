@@ -282,12 +282,9 @@ def replay(
         no_home = tuple(v.key for v in live if where.home(v, excluding=choice.node) is None)
         failed = tuple(b.key for b in jobs.failing(live, current.stake_of))
         burned = sum(jobs.burns(v, current.stake_of) for v in live)
-        cluster.apply(pod, choice.node, choice.victims)
+        made = cluster.apply(pod, choice.node, choice.victims, replaced=live if replace else ())
         removed.extend(live)
-        if replace:
-            made = [r for v in live if (r := cluster.replacement(v, current.stake_of(v))) is not None]
-            cluster.wait(made)
-            queue.extend((r, depth + 1) for r in made)
+        queue.extend((r, depth + 1) for r in made)
         steps.append(
             Step(pod.key, depth, choice.node, tuple(v.key for v in live), violations, no_home, choice.why, broken, stranded,
                  managed_lost=managed_lost, jobs_failed=failed, retries_burned=burned,
@@ -375,31 +372,33 @@ class _Cluster:
         self._desired = {b.key: self._healthy(b) - b.disruptions_allowed for b in budgets}
         self._budgets = budgets
         self.view = view
-        self.wait(pending)
-
-    def wait(self, pending: Sequence[Pod]) -> None:
-        """``pending`` join the view unbound, as a dump shows the pods waiting to be scheduled
-        (policy.criteria.pending_room reads them); each is bound by ``apply`` or stays pending."""
-        if not pending:
-            return
-        self._pods.update((p.uid, p) for p in pending)
-        self._rebuild()
+        if pending:
+            # The queue joins the view unbound, as a dump shows the pods waiting to be scheduled
+            # (policy.criteria.pending_room reads them); each is bound by ``apply`` or stays pending.
+            self._pods.update((p.uid, p) for p in pending)
+            self._rebuild()
 
     def _healthy(self, budget: DisruptionBudget) -> int:
         return sum(
             1 for p in self._pods.values() if p.node_name is not None and not p.terminating and budget.covers(p)
         )
 
-    def apply(self, pod: Pod, node: str, victims: Sequence[Pod]) -> None:
-        self._jobs.update(jobs.spend(self._jobs, victims, self.view.stake_of))
+    def apply(self, pod: Pod, node: str, victims: Sequence[Pod], replaced: Sequence[Pod] = ()) -> list[Pod]:
+        """``pod`` bound to ``node`` and ``victims`` gone; the replacements the controllers of
+        ``replaced`` (victims) create join the queue, pending, and are returned."""
+        before = self.view
+        self._jobs.update(jobs.spend(self._jobs, victims, before.stake_of))
         for victim in victims:
             self._pods.pop(victim.uid, None)
         self._pods[pod.uid] = dataclasses.replace(pod, node_name=node, nominated_node_name=None)
+        made = [r for v in replaced if (r := self._replacement(v, before.stake_of(v))) is not None]
+        self._pods.update((r.uid, r) for r in made)
         self._budgets = [
             dataclasses.replace(b, disruptions_allowed=max(0, self._healthy(b) - self._desired[b.key]))
             for b in self._budgets
         ]
         self._rebuild()
+        return made
 
     def _rebuild(self) -> None:
         self.view = ClusterView.build(
@@ -407,10 +406,11 @@ class _Cluster:
             group_minimums=self._groups, jobs=self._jobs.values(),
         )
 
-    def replacement(self, victim: Pod, stake: jobs.Stake | None) -> Pod | None:
-        """What the victim's controller creates in its place, if anything (after ``apply``; its
-        ``stake`` as it was before): nothing for a bare pod, nor where its Job, or its index,
-        has failed; a failure more on the index where its Job counted it."""
+    def _replacement(self, victim: Pod, stake: jobs.Stake | None) -> Pod | None:
+        """What the victim's controller creates in its place, if anything (once ``apply`` has
+        spent the Jobs' retries; its ``stake`` as it was before): nothing for a bare pod, nor
+        where its Job, or its index, has failed; a failure more on the index where its Job
+        counted it."""
         if victim.owner is None:
             return None
         index = victim.job_index
