@@ -1,6 +1,6 @@
-"""Who may preempt at all: not a pod whose preemptionPolicy is Never, nor one nominated where the
-pods already terminating will make its room (it waits for them), nor, under a policy's rules, one
-still inside its preemption delay."""
+"""Who may preempt at all: not a pod whose preemptionPolicy is Never, nor one nominated where pods
+already leaving (terminating, or victims of answers being carried out) will make its room (it
+waits for them), nor, under a policy's rules, one still inside its preemption delay."""
 
 from __future__ import annotations
 
@@ -22,8 +22,34 @@ def ineligible(
     proposed: Sequence[str] | None,
     preempted_for_it: Collection[str] = (),
 ) -> tuple[Refusal, str]:
-    """preemptionPolicy Never; or nominated to a node where lower-priority pods are leaving
-    and their room, once free, is enough for the preemptor: it waits for them.
+    """preemptionPolicy Never; or nominated to a node where its room is already coming: lower-
+    priority pods are leaving and their room, once free, is enough for the preemptor
+    (_waits_for_leaving), or the scheduler's own victims there are all leaving already
+    (_victims_already_leaving). It waits for them.
+
+    An empty answer keeps the preemptor's nomination (upstream returns no PostFilter result
+    when the extender leaves no candidate), and the pods' deletion wakes it."""
+    if preemptor.preemption_never:
+        return Refusal.NEVER, "preemptionPolicy is Never"
+    nominated = view.nodes.get(preemptor.nominated_node_name or "")
+    if nominated is None:
+        return Refusal.NONE, ""
+    why = _waits_for_leaving(view, nominated, preemptor, in_flight, proposed, preempted_for_it)
+    if not why:
+        why = _victims_already_leaving(view, nominated, preemptor, in_flight, proposed, preempted_for_it)
+    return (Refusal.VICTIMS_TERMINATING, why) if why else (Refusal.NONE, "")
+
+
+def _waits_for_leaving(
+    view: ClusterView,
+    nominated: NodeInfo,
+    preemptor: Pod,
+    in_flight: Sequence[InFlight],
+    proposed: Sequence[str] | None,
+    preempted_for_it: Collection[str],
+) -> str:
+    """Why the preemptor waits for the lower-priority pods leaving the node it is nominated to,
+    if their room, once free, is enough for it; "" if it may preempt.
 
     Upstream waits whenever such a pod is terminating because of preemption, and checks that
     before it asks the extender: asked, the scheduler has judged that no pod it preempted is
@@ -42,19 +68,11 @@ def ineligible(
     nominated node; None if it is not a candidate) can show the wait is enough all the same
     (_proposal_shows_room).
     """
-    if preemptor.preemption_never:
-        return Refusal.NEVER, "preemptionPolicy is Never"
-    nominated = view.nodes.get(preemptor.nominated_node_name or "")
-    if nominated is None:
-        return Refusal.NONE, ""
     leaving = [p for p in nominated.pods if p.terminating and not p.preempted and p.priority < preemptor.priority]
     if not leaving:
-        return Refusal.NONE, ""
-    holders = [
-        p for p in view.nominated.get(nominated.name, ())
-        if p.uid != preemptor.uid and _claim(p) > _claim(preemptor)
-    ]
-    node, holders = as_it_will_be(view, nominated, tuple(holders), preemptor, in_flight)
+        return ""
+    holders = _holders(view, nominated, preemptor)
+    node, holders = as_it_will_be(view, nominated, holders, preemptor, in_flight)
     # A pod the scheduler preempted frees no room the preemptor may count on: asked, the
     # scheduler has seen it go, and whatever it sees in its room instead, reprieve may not.
     staying = [p for p in node.pods if not p.terminating or p.preempted]
@@ -62,11 +80,64 @@ def ineligible(
     names = ", ".join(sorted(p.key for p in leaving))
     waiting = f"already nominated to {nominated.name}, where lower-priority {names} are terminating; waiting for them"
     if not resources.shortfalls(request=preemptor.requests, allocatable=node.node.allocatable, used=used):
-        return Refusal.VICTIMS_TERMINATING, waiting
+        return waiting
     if holders or not _proposal_shows_room(view, nominated, preemptor, leaving, proposed, in_flight, preempted_for_it):
-        return Refusal.NONE, ""  # preempting again is the only way: see the node's reasons
-    return Refusal.VICTIMS_TERMINATING, (
-        f"{waiting}: they free at least what the scheduler's own victims there would, and those make room in its view"
+        return ""  # preempting again is the only way: see the node's reasons
+    return f"{waiting}: they free at least what the scheduler's own victims there would, and those make room in its view"
+
+
+def _victims_already_leaving(
+    view: ClusterView,
+    nominated: NodeInfo,
+    preemptor: Pod,
+    in_flight: Sequence[InFlight],
+    proposed: Sequence[str] | None,
+    preempted_for_it: Collection[str],
+) -> str:
+    """Why the preemptor waits where every victim the scheduler proposes on the node it is
+    nominated to is leaving already; "" if one is not, or if reprieve's records show the room
+    they free is not the preemptor's.
+
+    Leaving already: a victim of one of reprieve's answers in flight there (the scheduler took
+    that answer and deletes its victims asynchronously, after the cycle that nominated its
+    preemptor), of its own answers for this preemptor (``preempted_for_it``: the scheduler asks
+    again only once that preemption's deletions are issued, and one it proposes again was not
+    deleted), or a pod reprieve's view shows terminating. The scheduler's dry run counts its nominations and finds that those victims
+    make room; it proposes them because it has not seen them go yet, and their deletion will
+    wake the preemptor. Preempting again names a victim twice, and the preemptor's nomination
+    stays where it was (seen in the bursts of tests/e2e with reprieve's watch 2 s late: a
+    preemptor retried once its own victim was gone, while another's answer on the node was
+    still being carried out, was handed that answer's victim and preempted twice).
+
+    The scheduler may have moved past one of those answers (the answer never taken, the pod
+    gone elsewhere): then its victims are not leaving, and its proposal shows it no longer
+    holds that room (policy.preempt.held.records_here). So the wait also needs the room to be
+    the preemptor's in reprieve's records: with those pods gone, the pods nominated there that
+    outrank it and the preemptors of answers in flight there placed, it fits."""
+    if not proposed:
+        return ""
+    # Its own earlier victim proposed again is not gone in the scheduler's view: that answer was
+    # not carried out (_proposal_shows_room).
+    promised = {v.uid for f in in_flight if f.node == nominated.name for v in f.victims}
+    promised.update(set(preempted_for_it).difference(proposed))
+    going = {p.uid for p in nominated.pods if p.terminating or p.uid in promised}
+    if not going.issuperset(proposed):
+        return ""
+    node, holders = as_it_will_be(view, nominated, _holders(view, nominated, preemptor), preemptor, in_flight)
+    used = resources.add(*(p.requests for p in node.pods if p.uid not in going), *(p.requests for p in holders))
+    if resources.shortfalls(request=preemptor.requests, allocatable=node.node.allocatable, used=used):
+        return ""
+    names = ", ".join(sorted(p.key for p in nominated.pods if p.uid in set(proposed)))
+    return (
+        f"already nominated to {nominated.name}, where the scheduler's own victims ({names}) are already "
+        "leaving (for answers in flight, or terminating); waiting for them"
+    )
+
+
+def _holders(view: ClusterView, nominated: NodeInfo, preemptor: Pod) -> tuple[Pod, ...]:
+    """The pods nominated to the node that take its room before the preemptor (_claim)."""
+    return tuple(
+        p for p in view.nominated.get(nominated.name, ()) if p.uid != preemptor.uid and _claim(p) > _claim(preemptor)
     )
 
 

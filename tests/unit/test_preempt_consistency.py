@@ -313,6 +313,54 @@ def test_a_preemptor_never_waits_for_its_own_victims_when_the_scheduler_asks():
     assert decision.refusal is Refusal.NONE and decision.answer == {"n2": Proposal(uids(n2[3]), 0)}
 
 
+def lagged_wave(proposed, *, own=True):
+    """tests/e2e's burst with reprieve's watch 2 s late: A, B and C (priority 1000, 8 cpu) were
+    answered f0, f1 and f2 on the full 32-cpu n1, and reprieve's view shows none of it. The
+    scheduler, once A's victim f0 and B's f1 are gone in its view (``own``: f0 is A's own
+    earlier answer; else A was answered nothing and f0 is simply running), retries A, nominated
+    to n1, and proposes ``proposed`` (filler indexes) there, beside g0 on the full n2. C's
+    answer is still being carried out."""
+    fillers = burst_node()
+    a = pod("a", cpu=8, priority=1000, nominated="n1", created=1)
+    b = pod("b", cpu=8, priority=1000, created=2)
+    c = pod("c", cpu=8, priority=1000, created=3)
+    n2 = [pod(f"g{i}", node="n2", cpu=8, start=i) for i in range(4)]
+    v = view([node("n1", cpu=32), node("n2", cpu=32)], [*fillers, *n2, a, b, c])
+    in_flight = [InFlight(b, "n1", (fillers[1],)), InFlight(c, "n1", (fillers[2],))]
+    if own:
+        in_flight.append(InFlight(a, "n1", (fillers[0],)))
+    proposals = {"n1": Proposal(uids(*(fillers[i] for i in proposed)), 0), "n2": Proposal(uids(n2[3]), 0)}
+    return decide(view=v, preemptor=a, proposals=proposals, in_flight=in_flight), fillers
+
+
+def test_a_preemptor_waits_where_the_schedulers_victims_are_another_answers_already():
+    # The scheduler proposes f2 on n1: C's victim, which it has not seen go yet. Once it goes, A
+    # fits beside B and C in the scheduler's view. Before, reprieve (its view still showing f0)
+    # took the proposal to mean the scheduler had moved past B's and C's answers and named f2
+    # again: A preempted twice (52 preemptions for 50 preemptors in a lagged burst).
+    decision, _ = lagged_wave((2,))
+    assert decision.refusal is Refusal.VICTIMS_TERMINATING and decision.answer == {}
+    assert decision.reasons == (
+        "already nominated to n1, where the scheduler's own victims (default/f2) are already leaving "
+        "(for answers in flight, or terminating); waiting for them",
+    )
+    assert decision.waits  # A's own answer stays in flight: f0 stays its own
+
+
+def test_a_preemptor_preempts_where_one_of_the_schedulers_victims_is_not_leaving():
+    # f3 is leaving for no one: only a new preemption frees it.
+    decision, fillers = lagged_wave((3,))
+    assert decision.refusal is Refusal.NONE and decision.answer
+
+
+def test_a_preemptor_preempts_where_the_leaving_victims_room_is_not_its_own():
+    # Without A's own earlier victim gone, n1 has no room for A beside B and C once f1 and f2
+    # go: the scheduler's proposal of f2 alone shows it does not hold one of their rooms, and
+    # reprieve cannot tell f2 is leaving at all (policy.preempt.held.records_here).
+    decision, _ = lagged_wave((2,), own=False)
+    assert decision.refusal is Refusal.NONE and decision.answer
+
+
 def churned(proposed_on_n1=("a",), *, preempted=True, answered=False, extra=(), in_flight=(), preemptor=None):
     """bench/churn.py's case: P (2 cpu) was answered v on the 4-cpu n1 beside t, which a
     controller deleted (terminating, not preempted), and v is gone in the scheduler's view
