@@ -9,7 +9,7 @@ from collections.abc import Collection, Sequence
 from policy import resources, tenancy
 from policy.causes import Refusal
 from policy.model import InFlight, Pod
-from policy.preempt.held import as_it_will_be
+from policy.preempt.held import as_it_will_be, holds_against
 from policy.preempt.unmodelled import unmodelled_here
 from policy.tenancy import Rules, Standing
 from policy.view import ClusterView, NodeInfo
@@ -95,43 +95,66 @@ def _victims_already_leaving(
     preempted_for_it: Collection[str],
 ) -> str:
     """Why the preemptor waits where every victim the scheduler proposes on the node it is
-    nominated to is leaving already; "" if one is not, or if reprieve's records show the room
-    they free is not the preemptor's.
+    nominated to is leaving already, and the proposal shows it; "" otherwise.
 
-    Leaving already: a victim of one of reprieve's answers in flight there (the scheduler took
-    that answer and deletes its victims asynchronously, after the cycle that nominated its
-    preemptor), of its own answers for this preemptor (``preempted_for_it``: the scheduler asks
-    again only once that preemption's deletions are issued, and one it proposes again was not
-    deleted), or a pod reprieve's view shows terminating. The scheduler's dry run counts its nominations and finds that those victims
-    make room; it proposes them because it has not seen them go yet, and their deletion will
-    wake the preemptor. Preempting again names a victim twice, and the preemptor's nomination
-    stays where it was (seen in the bursts of tests/e2e with reprieve's watch 2 s late: a
-    preemptor retried once its own victim was gone, while another's answer on the node was
-    still being carried out, was handed that answer's victim and preempted twice).
+    Leaving already: a pod reprieve's view shows terminating, or a victim of one of reprieve's
+    answers in flight there for a preemptor that outranks this one (priority >= its own), which
+    the scheduler took: it nominated that preemptor and deletes its victims asynchronously,
+    after the cycle. Its dry run counts that nomination, and proposes the victim because it has
+    not seen it go yet; the victim's deletion will wake this preemptor, nominated where the
+    room comes. Preempting again names a victim twice (seen in the bursts of tests/e2e with
+    reprieve's watch 2 s late: a preemptor retried once its own victim was gone, while another's
+    answer on the node was still being carried out, was handed that answer's victim and
+    preempted twice).
 
-    The scheduler may have moved past one of those answers (the answer never taken, the pod
-    gone elsewhere): then its victims are not leaving, and its proposal shows it no longer
-    holds that room (policy.preempt.held.records_here). So the wait also needs the room to be
-    the preemptor's in reprieve's records: with those pods gone, the pods nominated there that
-    outrank it and the preemptors of answers in flight there placed, it fits."""
+    An answer in flight may never have been taken (a call the scheduler gave up on, a leader
+    gone): then its victims stay, and waiting is for nothing. So every such answer must show
+    in the proposal: upstream's victims are each needed, and without that answer's preemptor
+    holding room one of them could stay, so the scheduler counts it. A lower-priority answer
+    never shows (the dry run does not count its preemptor) and is never waited on. The node is
+    read as the scheduler sees it when it asks (_scheduler_fits): its victims gone, and the
+    pods it preempted there (marked, or the victims of this preemptor's own earlier answer that
+    it does not propose again: it asks again only once that preemption's deletions are issued),
+    other terminating pods still there, the pods nominated there that outrank the preemptor
+    and the preemptors of answers in flight there holding room."""
     if not proposed:
         return ""
-    # Its own earlier victim proposed again is not gone in the scheduler's view: that answer was
-    # not carried out (_proposal_shows_room).
-    promised = {v.uid for f in in_flight if f.node == nominated.name for v in f.victims}
-    promised.update(set(preempted_for_it).difference(proposed))
-    going = {p.uid for p in nominated.pods if p.terminating or p.uid in promised}
-    if not going.issuperset(proposed):
+    asked = set(proposed)
+    on_node = {p.uid: p for p in nominated.pods}
+    flights = [f for f in in_flight if f.node == nominated.name and holds_against(f, preemptor)]
+    shown: list[InFlight] = []
+    for uid in asked:
+        pod = on_node.get(uid)
+        flight = next((f for f in flights if any(v.uid == uid for v in f.victims)), None)
+        if pod is None or not pod.terminating and flight is None:
+            return ""
+        if not pod.terminating and flight not in shown:
+            shown.append(flight)
+    gone = asked.union(set(preempted_for_it).difference(asked))
+    gone.update(p.uid for p in nominated.pods if p.terminating and p.preempted and p.priority < preemptor.priority)
+    if not _scheduler_fits(view, nominated, preemptor, flights, gone):
         return ""
-    node, holders = as_it_will_be(view, nominated, _holders(view, nominated, preemptor), preemptor, in_flight)
-    used = resources.add(*(p.requests for p in node.pods if p.uid not in going), *(p.requests for p in holders))
-    if resources.shortfalls(request=preemptor.requests, allocatable=node.node.allocatable, used=used):
-        return ""
-    names = ", ".join(sorted(p.key for p in nominated.pods if p.uid in set(proposed)))
+    for flight in shown:
+        others = [f for f in flights if f is not flight]
+        mine = [v.uid for v in flight.victims if v.uid in asked]
+        if not any(_scheduler_fits(view, nominated, preemptor, others, gone - {uid}) for uid in mine):
+            return ""  # the proposal does not show the scheduler counts that answer
+    names = ", ".join(sorted(on_node[uid].key for uid in asked))
     return (
         f"already nominated to {nominated.name}, where the scheduler's own victims ({names}) are already "
         "leaving (for answers in flight, or terminating); waiting for them"
     )
+
+
+def _scheduler_fits(
+    view: ClusterView, nominated: NodeInfo, preemptor: Pod, flights: Sequence[InFlight], gone: Collection[str]
+) -> bool:
+    """The preemptor fits on ``nominated`` with the pods ``gone`` gone, the pods nominated there
+    that hold room against it (upstream's: priority >= its own) and the preemptors of
+    ``flights`` (answers in flight there) placed, and those answers' victims gone."""
+    node, holders = as_it_will_be(view, nominated, view.reservations(nominated.name, pod=preemptor), preemptor, flights)
+    used = resources.add(*(p.requests for p in node.pods if p.uid not in gone), *(p.requests for p in holders))
+    return not resources.shortfalls(request=preemptor.requests, allocatable=node.node.allocatable, used=used)
 
 
 def _holders(view: ClusterView, nominated: NodeInfo, preemptor: Pod) -> tuple[Pod, ...]:

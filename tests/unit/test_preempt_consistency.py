@@ -361,6 +361,48 @@ def test_a_preemptor_preempts_where_the_leaving_victims_room_is_not_its_own():
     assert decision.refusal is Refusal.NONE and decision.answer
 
 
+def untaken(victim_cpu, *, answered_priority=1000, a_cpu=4):
+    """n1 (16 cpu) runs f3 (started first) and f2, ``victim_cpu`` each. A (``a_cpu``, priority
+    1000) is nominated to n1. reprieve answered C (4 cpu, ``answered_priority``) f2 there, and
+    the scheduler never took that answer (a call it gave up on, a leader gone): it counts
+    nothing of it, and proposes A f2 (asserted, from the emulation of its dry run). Returns the
+    decision for A, and f2."""
+    f3, f2 = pod("f3", node="n1", cpu=victim_cpu, start=1), pod("f2", node="n1", cpu=victim_cpu, start=2)
+    a = pod("a", cpu=a_cpu, priority=1000, nominated="n1", created=1)
+    c = pod("c", cpu=4, priority=answered_priority, created=2)
+    v = view([node("n1", cpu=2 * victim_cpu)], [f3, f2, a, c])
+    proposals = scheduler_proposals(v, a)
+    assert proposals == {"n1": Proposal(uids(f2), 0)}
+    return decide(view=v, preemptor=a, proposals=proposals, in_flight=[InFlight(c, "n1", (f2,))]), f2
+
+
+@pytest.mark.parametrize(
+    "case",
+    [dict(victim_cpu=8), dict(victim_cpu=8, answered_priority=500, a_cpu=8)],
+    ids=["its victim larger than its preemptor", "a lower-priority answer"],
+)
+def test_a_preemptor_never_waits_on_an_answer_the_proposal_does_not_show_taken(case):
+    # From review: f2 would never be deleted, and A, told to wait, would stay pending until some
+    # unrelated event or the scheduler's 5-minute flush. The proposal must show the scheduler
+    # counts C's room: here f2 alone makes room for A whether it does or not (and a
+    # lower-priority C it never counts), so A preempts f2 itself, as stock would.
+    decision, f2 = untaken(**case)
+    assert decision.refusal is Refusal.NONE and decision.answer == {"n1": Proposal(uids(f2), 0)}
+
+
+def test_a_terminating_pod_the_scheduler_still_counts_is_not_taken_as_gone():
+    # From review: H (priority 2000, deleted, held by a finalizer) still holds its room in the
+    # scheduler's view. Taken as gone, it made room for A beside C, as if the scheduler counted
+    # C's answer; it does not, and f2 alone makes room for A without it.
+    h = pod("h", node="n1", cpu=8, priority=2000, start=0, terminating=True)
+    f3, f4, f2 = (pod(n, node="n1", cpu=8, start=i) for i, n in enumerate(("f3", "f4", "f2"), 1))
+    a = pod("a", cpu=8, priority=1000, nominated="n1", created=1)
+    c = pod("c", cpu=8, priority=1000, created=2)
+    v = view([node("n1", cpu=32)], [h, f3, f4, f2, a, c])
+    decision = decide(view=v, preemptor=a, proposals={"n1": Proposal(uids(f2), 0)}, in_flight=[InFlight(c, "n1", (f2,))])
+    assert decision.refusal is Refusal.NONE and decision.answer
+
+
 def churned(proposed_on_n1=("a",), *, preempted=True, answered=False, extra=(), in_flight=(), preemptor=None):
     """bench/churn.py's case: P (2 cpu) was answered v on the 4-cpu n1 beside t, which a
     controller deleted (terminating, not preempted), and v is gone in the scheduler's view
