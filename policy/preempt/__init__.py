@@ -75,7 +75,8 @@ def decide(
     """
     # Its own answers' victims: the scheduler may have seen them go (eligibility reads those on
     # the node it is nominated to).
-    preempted_for_it = frozenset(v.uid for f in in_flight if f.preemptor.uid == preemptor.uid for v in f.victims)
+    own = tuple(f for f in in_flight if f.preemptor.uid == preemptor.uid)
+    preempted_for_it = frozenset(v.uid for f in own for v in f.victims)
     # Every victim reprieve has named lately: the scheduler may have deleted it while the view
     # shows it running (candidate._unnameable).
     answered = named.union(v.uid for f in in_flight for v in f.victims)
@@ -84,7 +85,7 @@ def decide(
     in_flight = tuple(f for f in in_flight if f.preemptor.key != preemptor.key)
     on_nominated = proposals.get(preemptor.nominated_node_name or "")
     refusal, why = ineligible(
-        view, preemptor, in_flight, on_nominated.uids if on_nominated is not None else None, preempted_for_it
+        view, preemptor, in_flight, on_nominated.uids if on_nominated is not None else None, preempted_for_it, own
     )
     screen = None
     if rules is not None and refusal is Refusal.NONE:

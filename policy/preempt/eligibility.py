@@ -1,6 +1,6 @@
-"""Who may preempt at all: not a pod whose preemptionPolicy is Never, nor one nominated where pods
-already leaving (terminating, or victims of answers being carried out) will make its room (it
-waits for them), nor, under a policy's rules, one still inside its preemption delay."""
+"""Who may preempt at all: not a pod whose preemptionPolicy is Never, nor one nominated where the
+pods already terminating will make its room (it waits for them), nor, under a policy's rules, one
+still inside its preemption delay."""
 
 from __future__ import annotations
 
@@ -21,35 +21,12 @@ def ineligible(
     in_flight: Sequence[InFlight],
     proposed: Sequence[str] | None,
     preempted_for_it: Collection[str] = (),
+    own: Sequence[InFlight] = (),
 ) -> tuple[Refusal, str]:
-    """preemptionPolicy Never; or nominated to a node where its room is already coming: lower-
-    priority pods are leaving and their room, once free, is enough for the preemptor
-    (_waits_for_leaving), or the scheduler's own victims there are all leaving already
-    (_victims_already_leaving). It waits for them.
-
-    An empty answer keeps the preemptor's nomination (upstream returns no PostFilter result
-    when the extender leaves no candidate), and the pods' deletion wakes it."""
-    if preemptor.preemption_never:
-        return Refusal.NEVER, "preemptionPolicy is Never"
-    nominated = view.nodes.get(preemptor.nominated_node_name or "")
-    if nominated is None:
-        return Refusal.NONE, ""
-    why = _waits_for_leaving(view, nominated, preemptor, in_flight, proposed, preempted_for_it)
-    if not why:
-        why = _victims_already_leaving(view, nominated, preemptor, in_flight, proposed, preempted_for_it)
-    return (Refusal.VICTIMS_TERMINATING, why) if why else (Refusal.NONE, "")
-
-
-def _waits_for_leaving(
-    view: ClusterView,
-    nominated: NodeInfo,
-    preemptor: Pod,
-    in_flight: Sequence[InFlight],
-    proposed: Sequence[str] | None,
-    preempted_for_it: Collection[str],
-) -> str:
-    """Why the preemptor waits for the lower-priority pods leaving the node it is nominated to,
-    if their room, once free, is enough for it; "" if it may preempt.
+    """preemptionPolicy Never; or nominated to a node where lower-priority pods are leaving
+    and their room, once free, is enough for the preemptor: it waits for them. It also waits
+    where the scheduler's victims there are all leaving already for other answers in flight
+    (_room_coming; ``own``: reprieve's answers in flight for this preemptor).
 
     Upstream waits whenever such a pod is terminating because of preemption, and checks that
     before it asks the extender: asked, the scheduler has judged that no pod it preempted is
@@ -68,11 +45,22 @@ def _waits_for_leaving(
     nominated node; None if it is not a candidate) can show the wait is enough all the same
     (_proposal_shows_room).
     """
+    if preemptor.preemption_never:
+        return Refusal.NEVER, "preemptionPolicy is Never"
+    nominated = view.nodes.get(preemptor.nominated_node_name or "")
+    if nominated is None:
+        return Refusal.NONE, ""
+    coming = _room_coming(view, nominated, preemptor, own, in_flight, proposed)
+    if coming:
+        return Refusal.VICTIMS_TERMINATING, coming
     leaving = [p for p in nominated.pods if p.terminating and not p.preempted and p.priority < preemptor.priority]
     if not leaving:
-        return ""
-    holders = _holders(view, nominated, preemptor)
-    node, holders = as_it_will_be(view, nominated, holders, preemptor, in_flight)
+        return Refusal.NONE, ""
+    holders = [
+        p for p in view.nominated.get(nominated.name, ())
+        if p.uid != preemptor.uid and _claim(p) > _claim(preemptor)
+    ]
+    node, holders = as_it_will_be(view, nominated, tuple(holders), preemptor, in_flight)
     # A pod the scheduler preempted frees no room the preemptor may count on: asked, the
     # scheduler has seen it go, and whatever it sees in its room instead, reprieve may not.
     staying = [p for p in node.pods if not p.terminating or p.preempted]
@@ -80,87 +68,73 @@ def _waits_for_leaving(
     names = ", ".join(sorted(p.key for p in leaving))
     waiting = f"already nominated to {nominated.name}, where lower-priority {names} are terminating; waiting for them"
     if not resources.shortfalls(request=preemptor.requests, allocatable=node.node.allocatable, used=used):
-        return waiting
+        return Refusal.VICTIMS_TERMINATING, waiting
     if holders or not _proposal_shows_room(view, nominated, preemptor, leaving, proposed, in_flight, preempted_for_it):
-        return ""  # preempting again is the only way: see the node's reasons
-    return f"{waiting}: they free at least what the scheduler's own victims there would, and those make room in its view"
-
-
-def _victims_already_leaving(
-    view: ClusterView,
-    nominated: NodeInfo,
-    preemptor: Pod,
-    in_flight: Sequence[InFlight],
-    proposed: Sequence[str] | None,
-    preempted_for_it: Collection[str],
-) -> str:
-    """Why the preemptor waits where every victim the scheduler proposes on the node it is
-    nominated to is leaving already, and the proposal shows it; "" otherwise.
-
-    Leaving already: a pod reprieve's view shows terminating, or a victim of one of reprieve's
-    answers in flight there for a preemptor that outranks this one (priority >= its own), which
-    the scheduler took: it nominated that preemptor and deletes its victims asynchronously,
-    after the cycle. Its dry run counts that nomination, and proposes the victim because it has
-    not seen it go yet; the victim's deletion will wake this preemptor, nominated where the
-    room comes. Preempting again names a victim twice (seen in the bursts of tests/e2e with
-    reprieve's watch 2 s late: a preemptor retried once its own victim was gone, while another's
-    answer on the node was still being carried out, was handed that answer's victim and
-    preempted twice).
-
-    An answer in flight may never have been taken (a call the scheduler gave up on, a leader
-    gone): then its victims stay, and waiting is for nothing. So every such answer must show
-    in the proposal: upstream's victims are each needed, and without that answer's preemptor
-    holding room one of them could stay, so the scheduler counts it. A lower-priority answer
-    never shows (the dry run does not count its preemptor) and is never waited on. The node is
-    read as the scheduler sees it when it asks (_scheduler_fits): its victims gone, and the
-    pods it preempted there (marked, or the victims of this preemptor's own earlier answer that
-    it does not propose again: it asks again only once that preemption's deletions are issued),
-    other terminating pods still there, the pods nominated there that outrank the preemptor
-    and the preemptors of answers in flight there holding room."""
-    if not proposed:
-        return ""
-    asked = set(proposed)
-    on_node = {p.uid: p for p in nominated.pods}
-    flights = [f for f in in_flight if f.node == nominated.name and holds_against(f, preemptor)]
-    shown: list[InFlight] = []
-    for uid in asked:
-        pod = on_node.get(uid)
-        flight = next((f for f in flights if any(v.uid == uid for v in f.victims)), None)
-        if pod is None or not pod.terminating and flight is None:
-            return ""
-        if not pod.terminating and flight not in shown:
-            shown.append(flight)
-    gone = asked.union(set(preempted_for_it).difference(asked))
-    gone.update(p.uid for p in nominated.pods if p.terminating and p.preempted and p.priority < preemptor.priority)
-    if not _scheduler_fits(view, nominated, preemptor, flights, gone):
-        return ""
-    for flight in shown:
-        others = [f for f in flights if f is not flight]
-        mine = [v.uid for v in flight.victims if v.uid in asked]
-        if not any(_scheduler_fits(view, nominated, preemptor, others, gone - {uid}) for uid in mine):
-            return ""  # the proposal does not show the scheduler counts that answer
-    names = ", ".join(sorted(on_node[uid].key for uid in asked))
-    return (
-        f"already nominated to {nominated.name}, where the scheduler's own victims ({names}) are already "
-        "leaving (for answers in flight, or terminating); waiting for them"
+        return Refusal.NONE, ""  # preempting again is the only way: see the node's reasons
+    return Refusal.VICTIMS_TERMINATING, (
+        f"{waiting}: they free at least what the scheduler's own victims there would, and those make room in its view"
     )
 
 
-def _scheduler_fits(
-    view: ClusterView, nominated: NodeInfo, preemptor: Pod, flights: Sequence[InFlight], gone: Collection[str]
-) -> bool:
-    """The preemptor fits on ``nominated`` with the pods ``gone`` gone, the pods nominated there
-    that hold room against it (upstream's: priority >= its own) and the preemptors of
-    ``flights`` (answers in flight there) placed, and those answers' victims gone."""
-    node, holders = as_it_will_be(view, nominated, view.reservations(nominated.name, pod=preemptor), preemptor, flights)
-    used = resources.add(*(p.requests for p in node.pods if p.uid not in gone), *(p.requests for p in holders))
-    return not resources.shortfalls(request=preemptor.requests, allocatable=node.node.allocatable, used=used)
+def _room_coming(
+    view: ClusterView,
+    nominated: NodeInfo,
+    preemptor: Pod,
+    own: Sequence[InFlight],
+    in_flight: Sequence[InFlight],
+    proposed: Sequence[str] | None,
+) -> str:
+    """Why the preemptor waits where its room on the node it is nominated to is already
+    coming: every victim the scheduler proposes there is a victim of another answer of
+    reprieve's in flight there, still running; "" otherwise.
 
+    Seen in the bursts with reprieve's watch 2 s late: A, B and C were answered a victim each
+    on one node. The scheduler, once A's victim was gone, retried A; its nominator gave A's
+    freed room to B and C until their victims went, so it proposed C's victim, not yet deleted,
+    and A preempted a second time (harmless that time; a dry run preferring a younger pod would
+    have taken a fresh victim, as stock does).
 
-def _holders(view: ClusterView, nominated: NodeInfo, preemptor: Pod) -> tuple[Pod, ...]:
-    """The pods nominated to the node that take its room before the preemptor (_claim)."""
-    return tuple(
-        p for p in view.nominated.get(nominated.name, ()) if p.uid != preemptor.uid and _claim(p) > _claim(preemptor)
+    Waiting rests on evidence, as an answer in flight may never have been taken (a call the
+    scheduler gave up on, a leader gone), and then nothing deletes its victims:
+    - the scheduler took this preemptor's own answer for the node: it was not nominated there
+      when reprieve answered, and is now (so that answer's deletions are issued: upstream asks
+      again only once they are);
+    - it proposes only live victims of answers in flight there whose preemptors hold room
+      against this one (priority at least its own): it still sees them, and their deletion
+      wakes the preemptor;
+    - nothing reprieve does not model may be what blocks it there (policy.preempt.unmodelled);
+    - it fits once they go whether each other answer there was taken or not: the node's pods
+      (but its own answer's victims, and the pods the scheduler preempted, which it has seen
+      go), the pods nominated there that hold room against it, and for each other answer the
+      more, in each resource, of its victims staying and its preemptor holding room (a
+      lower-priority answer's preemptor holds none against it). Terminating pods it did not
+      preempt still count: the scheduler counts them until they are gone.
+    What it cannot see: a pod the scheduler has placed there that reprieve's view does not show
+    yet, with an answer in flight never taken besides. Then the preemptor waits until a change
+    the scheduler requeues it for, or its 5-minute flush."""
+    if not proposed or not any(f.node == nominated.name and f.preemptor.nominated_node_name != nominated.name for f in own):
+        return ""
+    here = [f for f in in_flight if f.node == nominated.name]
+    running = {p.uid: p for p in nominated.pods if not p.terminating}
+    promised = {v.uid for f in here if holds_against(f, preemptor) for v in f.victims if v.uid in running}
+    if not promised.issuperset(proposed) or unmodelled_here(view, preemptor, nominated):
+        return ""
+    gone = {v.uid for f in own for v in f.victims if v.uid not in proposed}
+    gone.update(p.uid for p in nominated.pods if p.terminating and p.preempted and p.priority < preemptor.priority)
+    answered = {v.uid for f in here for v in f.victims}
+    staying = [p.requests for p in nominated.pods if p.uid not in gone and p.uid not in answered]
+    held = [p.requests for p in view.reservations(nominated.name, pod=preemptor)]
+    for f in here:
+        victims = resources.add(*(running[v.uid].requests for v in f.victims if v.uid in running and v.uid not in gone))
+        holds = f.preemptor.requests if holds_against(f, preemptor) else {}
+        held.append(resources.maximum(victims, holds))
+    used = resources.add(*staying, *held)
+    if resources.shortfalls(request=preemptor.requests, allocatable=nominated.node.allocatable, used=used):
+        return ""
+    names = ", ".join(sorted(running[uid].key for uid in proposed))
+    return (
+        f"already nominated to {nominated.name}, where the scheduler's own victims ({names}) are already leaving "
+        "for answers in flight; waiting for them"
     )
 
 

@@ -313,94 +313,77 @@ def test_a_preemptor_never_waits_for_its_own_victims_when_the_scheduler_asks():
     assert decision.refusal is Refusal.NONE and decision.answer == {"n2": Proposal(uids(n2[3]), 0)}
 
 
-def lagged_wave(proposed, *, own=True):
-    """tests/e2e's burst with reprieve's watch 2 s late: A, B and C (priority 1000, 8 cpu) were
-    answered f0, f1 and f2 on the full 32-cpu n1, and reprieve's view shows none of it. The
-    scheduler, once A's victim f0 and B's f1 are gone in its view (``own``: f0 is A's own
-    earlier answer; else A was answered nothing and f0 is simply running), retries A, nominated
-    to n1, and proposes ``proposed`` (filler indexes) there, beside g0 on the full n2. C's
-    answer is still being carried out."""
-    fillers = burst_node()
-    a = pod("a", cpu=8, priority=1000, nominated="n1", created=1)
-    b = pod("b", cpu=8, priority=1000, created=2)
-    c = pod("c", cpu=8, priority=1000, created=3)
+def lagged_wave(*, youngest=2, before="", c_priority=1000, a=None):
+    """tests/e2e's burst with reprieve's watch 2 s late. A, B and C (priority 1000, 8 cpu) were
+    answered f0, f1 and f2 on the full 32-cpu n1 (A nominated ``before`` when answered). In the
+    scheduler's view f0 and f1 are gone and B and C nominated, while C's victim is still
+    running: it retries A, nominated to n1, and its nominator gives A's freed room to C until
+    that victim goes. reprieve's view shows none of it. The proposals are the scheduler's
+    (policy.stock on its view; ``youngest``: the filler started last, the one its dry run
+    evicts). Returns the decision for A and the proposals."""
+    starts = [0, 1, 2, 3]
+    starts[youngest], starts[3] = starts[3], starts[youngest]
+    fillers = [pod(f"f{i}", node="n1", cpu=8, start=starts[i]) for i in range(4)]
+    a = a or pod("a", cpu=8, priority=1000, nominated="n1", created=1)
+    b, c = pod("b", cpu=8, priority=1000, created=2), pod("c", cpu=8, priority=c_priority, created=3)
     n2 = [pod(f"g{i}", node="n2", cpu=8, start=i) for i in range(4)]
-    v = view([node("n1", cpu=32), node("n2", cpu=32)], [*fillers, *n2, a, b, c])
-    in_flight = [InFlight(b, "n1", (fillers[1],)), InFlight(c, "n1", (fillers[2],))]
-    if own:
-        in_flight.append(InFlight(a, "n1", (fillers[0],)))
-    proposals = {"n1": Proposal(uids(*(fillers[i] for i in proposed)), 0), "n2": Proposal(uids(n2[3]), 0)}
-    return decide(view=v, preemptor=a, proposals=proposals, in_flight=in_flight), fillers
+    nodes = [node("n1", cpu=32), node("n2", cpu=32)]
+    answered = dataclasses.replace(a, nominated_node_name=before or None)
+    in_flight = [InFlight(answered, "n1", (fillers[0],)), InFlight(b, "n1", (fillers[1],)), InFlight(c, "n1", (fillers[2],))]
+    proposals = scheduler_proposals(view(nodes, [*fillers[2:], *n2, a, b, c]), a, in_flight[1:])
+    decision = decide(view=view(nodes, [*fillers, *n2, a, b, c]), preemptor=a, proposals=proposals, in_flight=in_flight)
+    return decision, proposals
 
 
-def test_a_preemptor_waits_where_the_schedulers_victims_are_another_answers_already():
-    # The scheduler proposes f2 on n1: C's victim, which it has not seen go yet. Once it goes, A
-    # fits beside B and C in the scheduler's view. Before, reprieve (its view still showing f0)
-    # took the proposal to mean the scheduler had moved past B's and C's answers and named f2
-    # again: A preempted twice (52 preemptions for 50 preemptors in a lagged burst).
-    decision, _ = lagged_wave((2,))
+def test_a_retried_preemptor_waits_where_its_room_is_another_answers_victim_already_leaving():
+    # The scheduler proposes f2, C's victim: once it goes A fits. Before, A preempted again,
+    # naming f2 a second time (52 preemptions for 50 preemptors in a lagged burst in CI).
+    decision, proposals = lagged_wave()
+    assert proposals["n1"].uids == uids(pod("f2", node="n1"))
     assert decision.refusal is Refusal.VICTIMS_TERMINATING and decision.answer == {}
     assert decision.reasons == (
-        "already nominated to n1, where the scheduler's own victims (default/f2) are already leaving "
-        "(for answers in flight, or terminating); waiting for them",
+        "already nominated to n1, where the scheduler's own victims (default/f2) are already leaving for answers "
+        "in flight; waiting for them",
     )
-    assert decision.waits  # A's own answer stays in flight: f0 stays its own
-
-
-def test_a_preemptor_preempts_where_one_of_the_schedulers_victims_is_not_leaving():
-    # f3 is leaving for no one: only a new preemption frees it.
-    decision, fillers = lagged_wave((3,))
-    assert decision.refusal is Refusal.NONE and decision.answer
-
-
-def test_a_preemptor_preempts_where_the_leaving_victims_room_is_not_its_own():
-    # Without A's own earlier victim gone, n1 has no room for A beside B and C once f1 and f2
-    # go: the scheduler's proposal of f2 alone shows it does not hold one of their rooms, and
-    # reprieve cannot tell f2 is leaving at all (policy.preempt.held.records_here).
-    decision, _ = lagged_wave((2,), own=False)
-    assert decision.refusal is Refusal.NONE and decision.answer
-
-
-def untaken(victim_cpu, *, answered_priority=1000, a_cpu=4):
-    """n1 (16 cpu) runs f3 (started first) and f2, ``victim_cpu`` each. A (``a_cpu``, priority
-    1000) is nominated to n1. reprieve answered C (4 cpu, ``answered_priority``) f2 there, and
-    the scheduler never took that answer (a call it gave up on, a leader gone): it counts
-    nothing of it, and proposes A f2 (asserted, from the emulation of its dry run). Returns the
-    decision for A, and f2."""
-    f3, f2 = pod("f3", node="n1", cpu=victim_cpu, start=1), pod("f2", node="n1", cpu=victim_cpu, start=2)
-    a = pod("a", cpu=a_cpu, priority=1000, nominated="n1", created=1)
-    c = pod("c", cpu=4, priority=answered_priority, created=2)
-    v = view([node("n1", cpu=2 * victim_cpu)], [f3, f2, a, c])
-    proposals = scheduler_proposals(v, a)
-    assert proposals == {"n1": Proposal(uids(f2), 0)}
-    return decide(view=v, preemptor=a, proposals=proposals, in_flight=[InFlight(c, "n1", (f2,))]), f2
+    assert decision.waits  # its own answer stays in flight: f0 stays its own
 
 
 @pytest.mark.parametrize(
     "case",
-    [dict(victim_cpu=8), dict(victim_cpu=8, answered_priority=500, a_cpu=8)],
-    ids=["its victim larger than its preemptor", "a lower-priority answer"],
+    [
+        dict(youngest=3),  # the scheduler proposes f3, which no answer names: only a preemption frees it
+        dict(before="n1"),  # A was nominated to n1 already: nothing shows the scheduler took its answer
+        dict(c_priority=500),  # C's answer holds no room against A: nothing shows the scheduler took it
+        dict(a=pod("a", cpu=8, priority=1000, nominated="n1", created=1, unmodelled=("host ports",))),
+    ],
+    ids=["a victim no answer names", "its own answer not shown taken", "a lower-priority answer", "unmodelled"],
 )
-def test_a_preemptor_never_waits_on_an_answer_the_proposal_does_not_show_taken(case):
-    # From review: f2 would never be deleted, and A, told to wait, would stay pending until some
-    # unrelated event or the scheduler's 5-minute flush. The proposal must show the scheduler
-    # counts C's room: here f2 alone makes room for A whether it does or not (and a
-    # lower-priority C it never counts), so A preempts f2 itself, as stock would.
-    decision, f2 = untaken(**case)
-    assert decision.refusal is Refusal.NONE and decision.answer == {"n1": Proposal(uids(f2), 0)}
-
-
-def test_a_terminating_pod_the_scheduler_still_counts_is_not_taken_as_gone():
-    # From review: H (priority 2000, deleted, held by a finalizer) still holds its room in the
-    # scheduler's view. Taken as gone, it made room for A beside C, as if the scheduler counted
-    # C's answer; it does not, and f2 alone makes room for A without it.
-    h = pod("h", node="n1", cpu=8, priority=2000, start=0, terminating=True)
-    f3, f4, f2 = (pod(n, node="n1", cpu=8, start=i) for i, n in enumerate(("f3", "f4", "f2"), 1))
-    a = pod("a", cpu=8, priority=1000, nominated="n1", created=1)
-    c = pod("c", cpu=8, priority=1000, created=2)
-    v = view([node("n1", cpu=32)], [h, f3, f4, f2, a, c])
-    decision = decide(view=v, preemptor=a, proposals={"n1": Proposal(uids(f2), 0)}, in_flight=[InFlight(c, "n1", (f2,))])
+def test_a_retried_preemptor_preempts_where_nothing_shows_its_room_coming(case):
+    decision, proposals = lagged_wave(**case)
     assert decision.refusal is Refusal.NONE and decision.answer
+    (chosen,) = decision.answer
+    assert decision.answer[chosen] == proposals[chosen]
+
+
+def test_a_preemptor_waits_only_where_it_fits_whether_or_not_the_other_answers_were_taken():
+    # n1 (24 cpu) runs f0 (A's victim, its answer taken), f3 and f2 (8 each). C (4 cpu) was
+    # answered f2. A (12 cpu) fits once f2 goes if C's answer was taken (f3 + C + A = 24), not
+    # if it never was (f3 + f2 + A = 28): then f2 is never deleted and waiting would strand A.
+    f0, f3, f2 = (pod(n, node="n1", cpu=8, start=i) for i, n in enumerate(("f0", "f3", "f2")))
+    a = pod("a", cpu=12, priority=1000, nominated="n1", created=1)
+    c = pod("c", cpu=4, priority=1000, created=2)
+    in_flight = [InFlight(dataclasses.replace(a, nominated_node_name=None), "n1", (f0,)), InFlight(c, "n1", (f2,))]
+    v = view([node("n1", cpu=24)], [f0, f3, f2, a, c])
+    decision = decide(view=v, preemptor=a, proposals={"n1": Proposal(uids(f2), 0)}, in_flight=in_flight)
+    assert decision.refusal is Refusal.NONE and decision.answer
+    # With C as large as its victim, A fits either way: it waits.
+    c8 = dataclasses.replace(c, requests={**c.requests, "cpu": 8000})
+    in_flight[1] = InFlight(c8, "n1", (f2,))
+    v = view([node("n1", cpu=24)], [f0, f3, f2, dataclasses.replace(a, requests={**a.requests, "cpu": 8000}), c8])
+    a8 = v.pods[a.uid]
+    in_flight[0] = InFlight(dataclasses.replace(a8, nominated_node_name=None), "n1", (f0,))
+    decision = decide(view=v, preemptor=a8, proposals={"n1": Proposal(uids(f2), 0)}, in_flight=in_flight)
+    assert decision.refusal is Refusal.VICTIMS_TERMINATING
 
 
 def churned(proposed_on_n1=("a",), *, preempted=True, answered=False, extra=(), in_flight=(), preemptor=None):
