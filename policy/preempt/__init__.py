@@ -41,7 +41,8 @@ def decide(
 ) -> PreemptDecision:
     """Re-derive victims on each candidate node, drop hopeless nodes, offer the cheapest one.
 
-    ``in_flight`` are earlier answers the view may not show yet: their victims count as gone
+    ``in_flight`` are earlier answers the view may not show yet, oldest first (the ledger's
+    order, extender.state.ledger): their victims count as gone
     and are never named again, their preemptors hold room on their nodes. Exactly one node is
     offered (the first of exact ties), so that the answer recorded in flight is the one the
     scheduler carries out.
@@ -77,6 +78,9 @@ def decide(
     # the node it is nominated to).
     own = tuple(f for f in in_flight if f.preemptor.uid == preemptor.uid)
     preempted_for_it = frozenset(v.uid for f in own for v in f.victims)
+    # The preemptors answered after its own latest answer (in_flight is oldest first).
+    last = max((i for i, f in enumerate(in_flight) if f.preemptor.uid == preemptor.uid), default=len(in_flight))
+    answered_since = frozenset(f.preemptor.uid for f in in_flight[last + 1 :])
     # Every victim reprieve has named lately: the scheduler may have deleted it while the view
     # shows it running (candidate._unnameable).
     answered = named.union(v.uid for f in in_flight for v in f.victims)
@@ -85,7 +89,8 @@ def decide(
     in_flight = tuple(f for f in in_flight if f.preemptor.key != preemptor.key)
     on_nominated = proposals.get(preemptor.nominated_node_name or "")
     refusal, why = ineligible(
-        view, preemptor, in_flight, on_nominated.uids if on_nominated is not None else None, preempted_for_it, own
+        view, preemptor, in_flight, on_nominated.uids if on_nominated is not None else None, preempted_for_it, own,
+        answered_since,
     )
     screen = None
     if rules is not None and refusal is Refusal.NONE:

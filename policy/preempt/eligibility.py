@@ -22,11 +22,13 @@ def ineligible(
     proposed: Sequence[str] | None,
     preempted_for_it: Collection[str] = (),
     own: Sequence[InFlight] = (),
+    answered_since: Collection[str] = (),
 ) -> tuple[Refusal, str]:
     """preemptionPolicy Never; or nominated to a node where lower-priority pods are leaving
     and their room, once free, is enough for the preemptor: it waits for them. It also waits
     where the scheduler's victims there are all leaving already for other answers in flight
-    (_room_coming; ``own``: reprieve's answers in flight for this preemptor).
+    (_room_coming; ``own``: reprieve's answers in flight for this preemptor; ``answered_since``:
+    the UIDs of the preemptors of those answered after its own).
 
     Upstream waits whenever such a pod is terminating because of preemption, and checks that
     before it asks the extender: asked, the scheduler has judged that no pod it preempted is
@@ -50,7 +52,7 @@ def ineligible(
     nominated = view.nodes.get(preemptor.nominated_node_name or "")
     if nominated is None:
         return Refusal.NONE, ""
-    coming = _room_coming(view, nominated, preemptor, own, in_flight, proposed)
+    coming = _room_coming(view, nominated, preemptor, own, in_flight, proposed, answered_since)
     if coming:
         return Refusal.VICTIMS_TERMINATING, coming
     leaving = [p for p in nominated.pods if p.terminating and not p.preempted and p.priority < preemptor.priority]
@@ -83,10 +85,11 @@ def _room_coming(
     own: Sequence[InFlight],
     in_flight: Sequence[InFlight],
     proposed: Sequence[str] | None,
+    answered_since: Collection[str],
 ) -> str:
     """Why the preemptor waits where its room on the node it is nominated to is already
     coming: every victim the scheduler proposes there is a victim of another answer of
-    reprieve's in flight there, still running; "" otherwise.
+    reprieve's in flight there, given after its own, still running; "" otherwise.
 
     Seen in the bursts with reprieve's watch 2 s late: A, B and C were answered a victim each
     on one node. The scheduler, once A's victim was gone, retried A; its nominator gave A's
@@ -99,9 +102,11 @@ def _room_coming(
     - the scheduler took this preemptor's own answer for the node: it was not nominated there
       when reprieve answered, and is now (so that answer's deletions are issued: upstream asks
       again only once they are);
-    - it proposes only live victims of answers in flight there whose preemptors hold room
-      against this one (priority at least its own): it still sees them, and their deletion
-      wakes the preemptor;
+    - it proposes only live victims of answers in flight there given after the preemptor's own
+      (``answered_since``), whose preemptors hold room against it (priority at least its own):
+      it still sees them, and their deletion wakes the preemptor. An answer given before its
+      own, if taken, was counted when the scheduler chose its victims, and cannot be why the
+      room is short now; waiting on it would only add the risk that it was never taken;
     - nothing reprieve does not model may be what blocks it there (policy.preempt.unmodelled);
     - it fits once they go whether each other answer there was taken or not: the node's pods
       (but its own answer's victims, and the pods the scheduler preempted, which it has seen
@@ -116,7 +121,10 @@ def _room_coming(
         return ""
     here = [f for f in in_flight if f.node == nominated.name]
     running = {p.uid: p for p in nominated.pods if not p.terminating}
-    promised = {v.uid for f in here if holds_against(f, preemptor) for v in f.victims if v.uid in running}
+    promised = {
+        v.uid for f in here if f.preemptor.uid in answered_since and holds_against(f, preemptor)
+        for v in f.victims if v.uid in running
+    }
     if not promised.issuperset(proposed) or unmodelled_here(view, preemptor, nominated):
         return ""
     gone = {v.uid for f in own for v in f.victims if v.uid not in proposed}
