@@ -54,4 +54,7 @@ class Refusal(str, Enum):
     NONE = ""
     NEVER = "preemptionPolicy Never"
     VICTIMS_TERMINATING = "victims still terminating"
+    # Nominated where the scheduler's victims are all being deleted for reprieve's other answers
+    # in flight (policy.preempt.eligibility._room_coming).
+    VICTIMS_LEAVING = "victims already leaving"
     DELAY = "preemption delay"

@@ -68,7 +68,7 @@ class PreemptDecision:
         """Told to wait for pods leaving the node it is nominated to: it stays nominated there,
         and an earlier answer of reprieve's for it is still being carried out (the verb keeps
         it in flight, the Events witness keeps awaiting its Events)."""
-        return self.refusal is Refusal.VICTIMS_TERMINATING
+        return self.refusal in (Refusal.VICTIMS_TERMINATING, Refusal.VICTIMS_LEAVING)
 
 
 # A pod that reprieve's view shows bound for less than this may not be in the scheduler's

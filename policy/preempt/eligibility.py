@@ -54,7 +54,7 @@ def ineligible(
         return Refusal.NONE, ""
     coming = _room_coming(view, nominated, preemptor, own, in_flight, proposed, answered_since)
     if coming:
-        return Refusal.VICTIMS_TERMINATING, coming
+        return Refusal.VICTIMS_LEAVING, coming
     leaving = [p for p in nominated.pods if p.terminating and not p.preempted and p.priority < preemptor.priority]
     if not leaving:
         return Refusal.NONE, ""

@@ -342,7 +342,7 @@ def test_a_retried_preemptor_waits_where_its_room_is_another_answers_victim_alre
     # naming f2 a second time (52 preemptions for 50 preemptors in a lagged burst in CI).
     decision, proposals = lagged_wave()
     assert proposals["n1"].uids == uids(pod("f2", node="n1"))
-    assert decision.refusal is Refusal.VICTIMS_TERMINATING and decision.answer == {}
+    assert decision.refusal is Refusal.VICTIMS_LEAVING and decision.answer == {}
     assert decision.reasons == (
         "already nominated to n1, where the scheduler's own victims (default/f2) are already leaving for answers "
         "in flight; waiting for them",
@@ -387,7 +387,7 @@ def test_a_preemptor_waits_only_where_it_fits_whether_or_not_the_other_answers_w
     a8 = v.pods[a.uid]
     in_flight[0] = InFlight(dataclasses.replace(a8, nominated_node_name=None), "n1", (f0,))
     decision = decide(view=v, preemptor=a8, proposals={"n1": Proposal(uids(f2), 0)}, in_flight=in_flight)
-    assert decision.refusal is Refusal.VICTIMS_TERMINATING
+    assert decision.refusal is Refusal.VICTIMS_LEAVING
 
 
 def churned(proposed_on_n1=("a",), *, preempted=True, answered=False, extra=(), in_flight=(), preemptor=None):
