@@ -112,15 +112,19 @@ def _room_coming(
       (but its own answer's victims, and the pods the scheduler preempted, which it has seen
       go), the pods nominated there that hold room against it, and for each other answer the
       more, in each resource, of its victims staying and its preemptor holding room (a
-      lower-priority answer's preemptor holds none against it). Terminating pods it did not
-      preempt still count: the scheduler counts them until they are gone.
+      lower-priority answer's preemptor holds none against it; one the view shows nominated
+      there is counted so, once; one bound there is one of its pods). Terminating pods it did not preempt still
+      count, an answer's victims among them: the scheduler counts them until they are gone.
+    So it waits only while reprieve holds its own answer in flight, its view not yet showing it
+    carried out: as long as its view lags the scheduler's.
     What it cannot see: a pod the scheduler has placed there that reprieve's view does not show
     yet, with an answer in flight never taken besides. Then the preemptor waits until a change
     the scheduler requeues it for, or its 5-minute flush."""
     if not proposed or not any(f.node == nominated.name and f.preemptor.nominated_node_name != nominated.name for f in own):
         return ""
     here = [f for f in in_flight if f.node == nominated.name]
-    running = {p.uid: p for p in nominated.pods if not p.terminating}
+    on_node = {p.uid: p for p in nominated.pods}
+    running = {uid: p for uid, p in on_node.items() if not p.terminating}
     promised = {
         v.uid for f in here if f.preemptor.uid in answered_since and holds_against(f, preemptor)
         for v in f.victims if v.uid in running
@@ -131,11 +135,15 @@ def _room_coming(
     gone.update(p.uid for p in nominated.pods if p.terminating and p.preempted and p.priority < preemptor.priority)
     answered = {v.uid for f in here for v in f.victims}
     staying = [p.requests for p in nominated.pods if p.uid not in gone and p.uid not in answered]
-    held = [p.requests for p in view.reservations(nominated.name, pod=preemptor)]
+    # An answer's preemptor is counted with its answer, even where the view shows it nominated
+    # here already; one the view shows bound is one of the node's pods.
+    answering = {f.preemptor.uid for f in here}
+    held = [p.requests for p in view.reservations(nominated.name, pod=preemptor) if p.uid not in answering]
     for f in here:
-        victims = resources.add(*(running[v.uid].requests for v in f.victims if v.uid in running and v.uid not in gone))
-        holds = f.preemptor.requests if holds_against(f, preemptor) else {}
-        held.append(resources.maximum(victims, holds))
+        victims = resources.add(*(on_node[v.uid].requests for v in f.victims if v.uid in on_node and v.uid not in gone))
+        seen = view.pods.get(f.preemptor.uid)
+        holding = holds_against(f, preemptor) and not (seen is not None and seen.node_name)
+        held.append(resources.maximum(victims, f.preemptor.requests if holding else {}))
     used = resources.add(*staying, *held)
     if resources.shortfalls(request=preemptor.requests, allocatable=nominated.node.allocatable, used=used):
         return ""

@@ -313,24 +313,29 @@ def test_a_preemptor_never_waits_for_its_own_victims_when_the_scheduler_asks():
     assert decision.refusal is Refusal.NONE and decision.answer == {"n2": Proposal(uids(n2[3]), 0)}
 
 
-def lagged_wave(*, youngest=2, before="", c_priority=1000, a=None, c_first=False):
+def lagged_wave(*, youngest=2, before="", c_priority=1000, a=None, c_first=False, c_cpu=8, c_shown=False, on_n1=None):
     """tests/e2e's burst with reprieve's watch 2 s late. A, B and C (priority 1000, 8 cpu) were
     answered f0, f1 and f2 on the full 32-cpu n1 (A nominated ``before`` when answered). In the
     scheduler's view f0 and f1 are gone and B and C nominated, while C's victim is still
     running: it retries A, nominated to n1, and its nominator gives A's freed room to C until
     that victim goes. reprieve's view shows none of it. The proposals are the scheduler's
     (policy.stock on its view; ``youngest``: the filler started last, the one its dry run
-    evicts; ``c_first``: C was answered before A). Returns the decision for A and the proposals."""
+    evicts; ``c_first``: C was answered before A; ``c_cpu``: C's request; ``c_shown``: reprieve's
+    view shows C nominated already; ``on_n1``: the fillers proposed on n1 instead). Returns the
+    decision for A and the proposals."""
     starts = [0, 1, 2, 3]
     starts[youngest], starts[3] = starts[3], starts[youngest]
     fillers = [pod(f"f{i}", node="n1", cpu=8, start=starts[i]) for i in range(4)]
     a = a or pod("a", cpu=8, priority=1000, nominated="n1", created=1)
-    b, c = pod("b", cpu=8, priority=1000, created=2), pod("c", cpu=8, priority=c_priority, created=3)
+    b = pod("b", cpu=8, priority=1000, created=2)
+    c = pod("c", cpu=c_cpu, priority=c_priority, created=3, nominated="n1" if c_shown else None)
     n2 = [pod(f"g{i}", node="n2", cpu=8, start=i) for i in range(4)]
     nodes = [node("n1", cpu=32), node("n2", cpu=32)]
     answered = dataclasses.replace(a, nominated_node_name=before or None)
     in_flight = [InFlight(answered, "n1", (fillers[0],)), InFlight(b, "n1", (fillers[1],)), InFlight(c, "n1", (fillers[2],))]
     proposals = scheduler_proposals(view(nodes, [*fillers[2:], *n2, a, b, c]), a, in_flight[1:])
+    if on_n1 is not None:
+        proposals["n1"] = Proposal(uids(*(fillers[i] for i in on_n1)), 0)
     if c_first:  # oldest first, as the ledger hands them over
         in_flight = [in_flight[2], in_flight[0], in_flight[1]]
     decision = decide(view=view(nodes, [*fillers, *n2, a, b, c]), preemptor=a, proposals=proposals, in_flight=in_flight)
@@ -348,6 +353,8 @@ def test_a_retried_preemptor_waits_where_its_room_is_another_answers_victim_alre
         "in flight; waiting for them",
     )
     assert decision.waits  # its own answer stays in flight: f0 stays its own
+    # The same where reprieve's view shows C nominated already (held once, not twice).
+    assert lagged_wave(c_shown=True)[0].refusal is Refusal.VICTIMS_LEAVING
 
 
 @pytest.mark.parametrize(
@@ -355,12 +362,17 @@ def test_a_retried_preemptor_waits_where_its_room_is_another_answers_victim_alre
     [
         dict(youngest=3),  # the scheduler proposes f3, which no answer names: only a preemption frees it
         dict(before="n1"),  # A was nominated to n1 already: nothing shows the scheduler took its answer
-        dict(c_priority=500),  # C's answer holds no room against A: nothing shows the scheduler took it
+        dict(c_priority=500, on_n1=(2,)),  # C's answer holds no room against A: nothing shows it was taken
+        dict(on_n1=(2, 3)),  # f3 too, which no answer names
+        dict(c_cpu=16, on_n1=(2,)),  # C needs more than its victim frees: with its answer taken, A would not fit
         # C's answer, older than A's, was counted when the scheduler chose A's victims, if taken
         dict(c_first=True),
         dict(a=pod("a", cpu=8, priority=1000, nominated="n1", created=1, unmodelled=("host ports",))),
     ],
-    ids=["a victim no answer names", "its own answer not shown taken", "a lower-priority answer", "an older answer", "unmodelled"],
+    ids=[
+        "a victim no answer names", "its own answer not shown taken", "a lower-priority answer", "another victim besides",
+        "a larger preemptor", "an older answer", "unmodelled",
+    ],
 )
 def test_a_retried_preemptor_preempts_where_nothing_shows_its_room_coming(case):
     decision, proposals = lagged_wave(**case)
