@@ -94,8 +94,10 @@ def _room_coming(
     Seen in the bursts with reprieve's watch 2 s late: A, B and C were answered a victim each
     on one node. The scheduler, once A's victim was gone, retried A; its nominator gave A's
     freed room to B and C until their victims went, so it proposed C's victim, not yet deleted,
-    and A preempted a second time (harmless that time; a dry run preferring a younger pod would
-    have taken a fresh victim, as stock does).
+    and A preempted a second time. Where C's victim is older than the node's last pod, the dry
+    run keeps it and proposes that younger pod, a fresh victim (as stock takes): that is not
+    caught here. Whether the scheduler still counts C's victim, or has seen it go and given its
+    room to B, its proposal does not tell, and reprieve's lagging view cannot.
 
     Waiting rests on evidence, as an answer in flight may never have been taken (a call the
     scheduler gave up on, a leader gone), and then nothing deletes its victims:
