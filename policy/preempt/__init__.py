@@ -74,13 +74,12 @@ def decide(
     are kept only where they keep both. As with rules, a node or victim reprieve does not know
     is not offered (it cannot be checked). Where every node is dropped the answer is empty.
     """
-    # Its own answers' victims: the scheduler may have seen them go (eligibility reads those on
-    # the node it is nominated to).
-    own = tuple(f for f in in_flight if f.preemptor.uid == preemptor.uid)
-    preempted_for_it = frozenset(v.uid for f in own for v in f.victims)
-    # The preemptors answered after its own latest answer (in_flight is oldest first).
-    last = max((i for i, f in enumerate(in_flight) if f.preemptor.uid == preemptor.uid), default=len(in_flight))
-    answered_since = frozenset(f.preemptor.uid for f in in_flight[last + 1 :])
+    # Its own answers (the scheduler may have seen their victims go: eligibility reads those on
+    # the node it is nominated to), and the preemptors answered after the latest of them
+    # (in_flight is oldest first).
+    mine = [i for i, f in enumerate(in_flight) if f.preemptor.uid == preemptor.uid]
+    own = tuple(in_flight[i] for i in mine)
+    answered_since = frozenset(f.preemptor.uid for f in in_flight[mine[-1] + 1 :]) if mine else frozenset()
     # Every victim reprieve has named lately: the scheduler may have deleted it while the view
     # shows it running (candidate._unnameable).
     answered = named.union(v.uid for f in in_flight for v in f.victims)
@@ -89,8 +88,7 @@ def decide(
     in_flight = tuple(f for f in in_flight if f.preemptor.key != preemptor.key)
     on_nominated = proposals.get(preemptor.nominated_node_name or "")
     refusal, why = ineligible(
-        view, preemptor, in_flight, on_nominated.uids if on_nominated is not None else None, preempted_for_it, own,
-        answered_since,
+        view, preemptor, in_flight, on_nominated.uids if on_nominated is not None else None, own, answered_since
     )
     screen = None
     if rules is not None and refusal is Refusal.NONE:

@@ -20,7 +20,6 @@ def ineligible(
     preemptor: Pod,
     in_flight: Sequence[InFlight],
     proposed: Sequence[str] | None,
-    preempted_for_it: Collection[str] = (),
     own: Sequence[InFlight] = (),
     answered_since: Collection[str] = (),
 ) -> tuple[Refusal, str]:
@@ -41,11 +40,10 @@ def ineligible(
     answers in flight hold it first. A preemptor whose room was taken by another may preempt
     again at once instead of waiting for nothing.
 
-    Where reprieve's view still shows the pods the scheduler preempted there (marked, or
-    ``preempted_for_it``: the victims of reprieve's own answers for this preemptor, which its
-    view may not show going yet), ``proposed`` (the UIDs of the scheduler's victims on the
-    nominated node; None if it is not a candidate) can show the wait is enough all the same
-    (_proposal_shows_room).
+    Where reprieve's view still shows the pods the scheduler preempted there (marked, or the
+    victims of ``own``, which its view may not show going yet), ``proposed`` (the UIDs of the
+    scheduler's victims on the nominated node; None if it is not a candidate) can show the wait
+    is enough all the same (_proposal_shows_room).
     """
     if preemptor.preemption_never:
         return Refusal.NEVER, "preemptionPolicy is Never"
@@ -71,6 +69,7 @@ def ineligible(
     waiting = f"already nominated to {nominated.name}, where lower-priority {names} are terminating; waiting for them"
     if not resources.shortfalls(request=preemptor.requests, allocatable=node.node.allocatable, used=used):
         return Refusal.VICTIMS_TERMINATING, waiting
+    preempted_for_it = {v.uid for f in own for v in f.victims}
     if holders or not _proposal_shows_room(view, nominated, preemptor, leaving, proposed, in_flight, preempted_for_it):
         return Refusal.NONE, ""  # preempting again is the only way: see the node's reasons
     return Refusal.VICTIMS_TERMINATING, (
@@ -115,16 +114,18 @@ def _room_coming(
       go), the pods nominated there that hold room against it, and for each other answer the
       more, in each resource, of its victims staying and its preemptor holding room (a
       lower-priority answer's preemptor holds none against it; one the view shows nominated
-      there is counted so, once; one bound there is one of its pods). Terminating pods it did not preempt still
-      count, an answer's victims among them: the scheduler counts them until they are gone.
+      there is counted so, once; one bound there is one of its pods). Terminating pods it did
+      not preempt still count, an answer's victims among them: the scheduler counts them until
+      they are gone.
     So it waits only while reprieve holds its own answer in flight, its view not yet showing it
     carried out: as long as its view lags the scheduler's.
     What it cannot see: a pod the scheduler has placed there that reprieve's view does not show
     yet, with an answer in flight never taken besides. Then the preemptor waits until a change
     the scheduler requeues it for, or its 5-minute flush."""
-    if not proposed or not any(f.node == nominated.name and f.preemptor.nominated_node_name != nominated.name for f in own):
+    node = nominated.name
+    if not proposed or not any(f.node == node and f.preemptor.nominated_node_name != node for f in own):
         return ""
-    here = [f for f in in_flight if f.node == nominated.name]
+    here = [f for f in in_flight if f.node == node]
     on_node = {p.uid: p for p in nominated.pods}
     running = {uid: p for uid, p in on_node.items() if not p.terminating}
     promised = {
@@ -140,7 +141,7 @@ def _room_coming(
     # An answer's preemptor is counted with its answer, even where the view shows it nominated
     # here already; one the view shows bound is one of the node's pods.
     answering = {f.preemptor.uid for f in here}
-    held = [p.requests for p in view.reservations(nominated.name, pod=preemptor) if p.uid not in answering]
+    held = [p.requests for p in view.reservations(node, pod=preemptor) if p.uid not in answering]
     for f in here:
         victims = resources.add(*(on_node[v.uid].requests for v in f.victims if v.uid in on_node and v.uid not in gone))
         seen = view.pods.get(f.preemptor.uid)
@@ -151,7 +152,7 @@ def _room_coming(
         return ""
     names = ", ".join(sorted(running[uid].key for uid in proposed))
     return (
-        f"already nominated to {nominated.name}, where the scheduler's own victims ({names}) are already leaving "
+        f"already nominated to {node}, where the scheduler's own victims ({names}) are already leaving "
         "for answers in flight; waiting for them"
     )
 
