@@ -167,6 +167,9 @@ class Step:
     broken_gangs: tuple[str, ...] = ()  # keys of the gangs its victims broke (policy.gangs)
     stranded: int = 0  # running members of those gangs left behind, their work lost (policy.criteria.gang_work)
     managed_lost: int = 0  # running pods left behind by the managers its victims include (policy.apps)
+    # the priorities of the running pods its victims strand: members of the gangs they break and
+    # pods of the applications whose managers they evict, not evicted themselves, each once
+    stranded_priorities: tuple[int, ...] = ()
     jobs_failed: tuple[str, ...] = ()  # the Jobs and indexes its victims failed (policy.jobs.Budget keys)
     retries_burned: int = 0  # its victims whose Job counted their eviction (policy.jobs)
     room_wait: int = 0  # seconds until its last live victim is gone: their longest grace period
@@ -191,6 +194,9 @@ class Totals:
     guaranteed_victims: int
     burstable_victims: int
     priority_loss: int  # sum over victims of (priority - floor + 1), floor: the lowest priority in the workload
+    # the same over the victims and the running pods they strand (Step.stranded_priorities):
+    # every pod whose work a preemption destroys
+    priority_loss_stranded: int
     # victims with no home (policy.homes, as reprieve's ranking counts them): nothing re-creates
     # them elsewhere (bare pods: gone for good; DaemonSet and static pods), or their replacement
     # fits on no node but the preempted one, as the cluster stood
@@ -215,6 +221,7 @@ class Totals:
         "guaranteed_victims",
         "burstable_victims",
         "priority_loss",
+        "priority_loss_stranded",
         "no_home",
         "retries_burned",
         "room_wait_seconds",
@@ -277,7 +284,8 @@ def replay(
         broke = gangs.count_broken(live, current.gang_of)
         broken = tuple(g.key for g in broke.gangs)
         stranded = gang_work.lost(live, broke, current.gang_of) - len(live) if broke.count else 0
-        managed_lost = apps.ended(live, current.app_of).stranded
+        ended = apps.ended(live, current.app_of)
+        managed_lost = ended.stranded
         where = homes.of(current)
         no_home = tuple(v.key for v in live if where.home(v, excluding=choice.node) is None)
         failed = tuple(b.key for b in jobs.failing(live, current.stake_of))
@@ -287,7 +295,8 @@ def replay(
         queue.extend((r, depth + 1) for r in made)
         steps.append(
             Step(pod.key, depth, choice.node, tuple(v.key for v in live), violations, no_home, choice.why, broken, stranded,
-                 managed_lost=managed_lost, jobs_failed=failed, retries_burned=burned,
+                 managed_lost=managed_lost, stranded_priorities=_stranded_priorities(current, live, broke, ended),
+                 jobs_failed=failed, retries_burned=burned,
                  room_wait=time_to_room(live),
                  cpu_seconds_lost=work_lost.cpu_seconds(live, now), gpu_seconds_lost=work_lost.gpu_seconds(live, now))
         )
@@ -330,6 +339,8 @@ def _totals(steps: list[Step], victims: list[Pod], floor: int) -> Totals:
         guaranteed_victims=sum(v.qos == QoS.GUARANTEED for v in victims),
         burstable_victims=sum(v.qos == QoS.BURSTABLE for v in victims),
         priority_loss=sum(v.priority - floor + 1 for v in victims),
+        priority_loss_stranded=sum(v.priority - floor + 1 for v in victims)
+        + sum(p - floor + 1 for s in steps for p in s.stranded_priorities),
         no_home=sum(len(s.no_home) for s in steps),
         retries_burned=sum(s.retries_burned for s in steps),
         room_wait_seconds=sum(s.room_wait for s in steps),
@@ -337,6 +348,23 @@ def _totals(steps: list[Step], victims: list[Pod], floor: int) -> Totals:
         gpu_seconds_lost=round(sum(s.gpu_seconds_lost for s in steps)),
         cascade=max((s.depth for s in preempting), default=0),
         pending=sum(s.node is None for s in steps),
+    )
+
+
+def _stranded_priorities(view: ClusterView, live: Sequence[Pod], broke: gangs.Broken, ended: apps.Ended) -> tuple[int, ...]:
+    """The priorities of the running pods ``live`` victims strand on ``view``: the members of the
+    gangs they ``broke`` and the pods of the applications ``ended`` (their managers evicted), not
+    evicted themselves, each once (a pod in both counts once)."""
+    gang_keys = {g.key for g in broke.gangs}
+    app_keys = {a.key for a in ended.apps}
+    if not gang_keys and not app_keys:
+        return ()
+    gone = {v.uid for v in live}
+    return tuple(
+        p.priority
+        for p in view.pods.values()
+        if p.node_name is not None and not p.terminating and p.uid not in gone
+        and ((p.app is not None and p.app.key in app_keys) or getattr(view.gang_of(p), "key", None) in gang_keys)
     )
 
 

@@ -36,6 +36,7 @@ ROWS = (
     ("guaranteed_victims", "Guaranteed victims"),
     ("burstable_victims", "Burstable victims"),
     ("priority_loss", "priority-weighted loss"),
+    ("priority_loss_stranded", "priority loss + stranded"),
     ("no_home", "victims with no home"),
     ("retries_burned", "retries burned"),
     ("room_wait_seconds", "room wait (seconds)"),

@@ -46,10 +46,10 @@ def test_shipped_workload_json_totals(capsys):
     # in lane p ran longer than stock's (the QoS classes and budgets rank first), its BestEffort
     # ones in lane e ask no cpu: 530 cpu-seconds against 320.
     assert stock == {"preemptions": 31, "victims": 31, "pdb_violations": 7, "jobs_failed": 0, "broken_gangs": 0, "members_stranded": 0, "managed_pods_lost": 0, "guaranteed_victims": 15,
-                     "burstable_victims": 16, "priority_loss": 31, "no_home": 31, "retries_burned": 0, "room_wait_seconds": 31, "work_lost_cpu_seconds": 320,
+                     "burstable_victims": 16, "priority_loss": 31, "priority_loss_stranded": 31, "no_home": 31, "retries_burned": 0, "room_wait_seconds": 31, "work_lost_cpu_seconds": 320,
                      "gpu_seconds_lost": 0, "cascade": 0, "pending": 0}
     assert mine == {"preemptions": 31, "victims": 31, "pdb_violations": 0, "jobs_failed": 0, "broken_gangs": 0, "members_stranded": 0, "managed_pods_lost": 0, "guaranteed_victims": 0,
-                    "burstable_victims": 15, "priority_loss": 31, "no_home": 31, "retries_burned": 0, "room_wait_seconds": 31, "work_lost_cpu_seconds": 530,
+                    "burstable_victims": 15, "priority_loss": 31, "priority_loss_stranded": 31, "no_home": 31, "retries_burned": 0, "room_wait_seconds": 31, "work_lost_cpu_seconds": 530,
                     "gpu_seconds_lost": 0, "cascade": 0, "pending": 0}
     assert doc["input"]["now"] == 1_795_168_820.0  # the dump's latest time, whenever it is replayed
     assert diff == {k: mine[k] - stock[k] for k in stock}

@@ -156,11 +156,11 @@ def test_stock_evicts_a_burstable_pod_for_a_pod_slot_a_best_effort_one_would_fre
     runs = replay.compare(v, [pod("urgent", cpu=2, priority=10)], now=300)
     assert runs[replay.STOCK].totals.as_dict() == {
         "preemptions": 1, "victims": 1, "pdb_violations": 0, "jobs_failed": 0, "broken_gangs": 0, "members_stranded": 0, "managed_pods_lost": 0, "guaranteed_victims": 0, "burstable_victims": 1,
-        "priority_loss": 1, "no_home": 1, "retries_burned": 0, "room_wait_seconds": 30, "work_lost_cpu_seconds": 100, "gpu_seconds_lost": 0, "cascade": 0, "pending": 0,
+        "priority_loss": 1, "priority_loss_stranded": 1, "no_home": 1, "retries_burned": 0, "room_wait_seconds": 30, "work_lost_cpu_seconds": 100, "gpu_seconds_lost": 0, "cascade": 0, "pending": 0,
     }
     assert runs[replay.REPRIEVE].totals.as_dict() == {
         "preemptions": 1, "victims": 1, "pdb_violations": 0, "jobs_failed": 0, "broken_gangs": 0, "members_stranded": 0, "managed_pods_lost": 0, "guaranteed_victims": 0, "burstable_victims": 0,
-        "priority_loss": 1, "no_home": 1, "retries_burned": 0, "room_wait_seconds": 30, "work_lost_cpu_seconds": 0, "gpu_seconds_lost": 0, "cascade": 0, "pending": 0,
+        "priority_loss": 1, "priority_loss_stranded": 1, "no_home": 1, "retries_burned": 0, "room_wait_seconds": 30, "work_lost_cpu_seconds": 0, "gpu_seconds_lost": 0, "cascade": 0, "pending": 0,
     }
 
 
@@ -187,6 +187,40 @@ def test_priority_loss_weighs_each_victim_by_its_priority_above_the_floor():
     )
     run = replay.replay(v, [pod("u1", cpu=4, priority=10), pod("u2", cpu=4, priority=10)], side=replay.STOCK)
     assert run.totals.priority_loss == 1 + (4 - (-3) + 1)
+
+
+def test_the_loss_with_stranded_pods_weighs_the_members_a_broken_gang_leaves_idle():
+    # A gang of 3 needing all 3: its youngest member on q beside an older lone pod of the same
+    # priority, its two others (of a higher priority) on e. Stock evicts the youngest: the gang
+    # breaks and its two members on e stand idle, their work lost. reprieve evicts the lone pod.
+    v = view(
+        [node("q", cpu=4), node("e", cpu=4)],
+        [pod("m0", node="q", cpu=2, priority=2, start=200, gang=("g", 3)),
+         pod("lone", node="q", cpu=2, priority=2, start=100),
+         *(pod(f"m{i}", node="e", cpu=2, priority=5, start=100, gang=("g", 3)) for i in (1, 2))],
+    )
+    runs = replay.compare(v, [pod("urgent", cpu=2, priority=10)])
+    s, r = runs[replay.STOCK], runs[replay.REPRIEVE]
+    assert s.steps[0].victims == ("default/m0",) and s.steps[0].stranded_priorities == (5, 5)
+    # The floor is 2: the victim weighs 1, each stranded member 5 - 2 + 1.
+    assert (s.totals.priority_loss, s.totals.priority_loss_stranded, s.totals.members_stranded) == (1, 1 + 4 + 4, 2)
+    assert (r.steps[0].victims, r.totals.priority_loss, r.totals.priority_loss_stranded) == (("default/lone",), 1, 1)
+
+
+def test_a_pod_stranded_both_by_its_gang_and_by_its_manager_counts_once():
+    # A Spark application that is also a gang (its driver and 3 executors, all needed): evicting
+    # the driver breaks the gang and ends the application, each counting the 3 executors.
+    spark = {"spark-app-selector": "etl"}
+    v = view(
+        [node("q", cpu=4), node("e", cpu=3)],
+        [pod("driver", node="q", cpu=2, priority=1, start=200, gang=("etl", 4), labels={**spark, "spark-role": "driver"}),
+         pod("lone", node="q", cpu=2, priority=1, start=100),
+         *(pod(f"exec-{i}", node="e", cpu=1, priority=1, gang=("etl", 4), labels={**spark, "spark-role": "executor"}) for i in range(3))],
+    )
+    run = replay.replay(v, [pod("urgent", cpu=2, priority=10)], side=replay.STOCK)
+    assert run.steps[0].victims == ("default/driver",)
+    assert (run.totals.members_stranded, run.totals.managed_pods_lost) == (3, 3)
+    assert run.totals.priority_loss_stranded == 1 + 3
 
 
 def test_pods_that_cannot_preempt_are_left_pending():
