@@ -120,6 +120,8 @@ def _replay(plane, scheduler: str) -> dict[str, int]:
             "guaranteed_victims": sum(v["status"]["qosClass"] == "Guaranteed" for v in victims),
             "burstable_victims": sum(v["status"]["qosClass"] == "Burstable" for v in victims),
             "priority_loss": sum(v["spec"]["priority"] - floor + 1 for v in victims),
+            # No gang and no manager in the workload: a victim strands no running pod.
+            "priority_loss_stranded": sum(v["spec"]["priority"] - floor + 1 for v in victims),
             "jobs_failed": 0,  # no Job in the workload
             "broken_gangs": 0,
             "members_stranded": 0,  # no gang in the workload
