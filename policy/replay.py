@@ -57,7 +57,7 @@ from policy.criteria.time_to_room import time_to_room
 from policy.guards import Guards
 from policy.model import DisruptionBudget, Pod
 from policy.pdb import count_violations
-from policy.preempt import decide
+from policy.preempt import PreemptDecision, decide
 from policy.qos import QoS
 from policy.scoring import Placement
 from policy.tenancy import Rules
@@ -130,7 +130,22 @@ def reprieve_side(
     if chosen is None:
         return Choice(None, why="; ".join(decision.reasons) or "no candidate")
     victims = tuple(view.pods[uid] for uid in decision.answer[chosen].uids)
-    return Choice(chosen, victims, why="; ".join(decision.reasons))
+    return Choice(chosen, victims, why="; ".join((*decision.reasons, *_over(decision, chosen, dry.pick.chosen))))
+
+
+def _over(decision: PreemptDecision, chosen: str, scheduler_pick: str | None) -> tuple[str, ...]:
+    """Where reprieve chose another node than the scheduler's own pick, why: the criterion that
+    ranks reprieve's victims on ``chosen`` first, or why that node was not offered. Empty where
+    they agree (or the scheduler picked none)."""
+    if scheduler_pick is None or scheduler_pick == chosen:
+        return ()
+    outcomes = {o.node: o for o in decision.outcomes}
+    mine, theirs = outcomes.get(chosen), outcomes.get(scheduler_pick)
+    if theirs is None:
+        return ()
+    if mine is not None and mine.cost is not None and theirs.cost is not None:
+        return (f"over {scheduler_pick}, the scheduler's pick: {mine.cost.decided_by(theirs.cost, f' on {chosen}', f' on {scheduler_pick}')}",)
+    return tuple(f"{scheduler_pick}, the scheduler's pick: {reason}" for reason in theirs.reasons[-1:])
 
 
 SIDES: Mapping[str, Decider] = {STOCK: stock_side, REPRIEVE: reprieve_side}

@@ -16,6 +16,7 @@ import orjson
 
 from extender.commands import pending as pending_pods
 from extender.commands import warn as to_stderr
+from extender import times
 from extender.errors import ConfigError
 from extender.policy_file import Policy
 from extender.state import snapshot
@@ -175,7 +176,7 @@ def _step(step: replay.Step) -> dict:
         "room_wait_seconds": step.room_wait,
         "work_lost_cpu_seconds": round(step.cpu_seconds_lost),
         "gpu_seconds_lost": round(step.gpu_seconds_lost),
-        "why": step.why,
+        "why": times.readable(step.why),  # policy writes times as seconds since the epoch
     }
 
 

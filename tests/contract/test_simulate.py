@@ -240,3 +240,16 @@ def test_a_gpu_shaped_workload_under_pressure(capsys):
     assert doc["workload"]["bound_pods"] == 0 and doc["workload"]["pending_pods"] == 40  # tasks arrive onto an empty cluster
     stock = doc["totals"]["stock"]
     assert stock["preemptions"] > 0 and stock["pending"] > 0  # 30% more than fits: some preempt, some wait
+
+
+def test_a_step_names_the_criterion_that_left_the_schedulers_pick(capsys):
+    # examples/gpu/dump.yaml: stock evicts report-1 on cpu-1 for shop/web-2; reprieve evicts
+    # report-0 on cpu-0, whose room left fits the pending ops/node-debugger (docs/policy.md).
+    doc = report(capsys, "--snapshot", "examples/gpu/dump.yaml")
+    stock = next(s for s in doc["steps"]["stock"] if s["pod"] == "shop/web-2")
+    mine = next(s for s in doc["steps"]["reprieve"] if s["pod"] == "shop/web-2")
+    assert (stock["node"], mine["node"]) == ("cpu-1", "cpu-0")
+    assert mine["why"].endswith(
+        "; over cpu-1, the scheduler's pick: decided by pending pods left without room: "
+        "1 pending pod(s) without room on cpu-0 against 2 pending pod(s) without room on cpu-1"
+    )

@@ -223,6 +223,22 @@ def test_a_pod_stranded_both_by_its_gang_and_by_its_manager_counts_once():
     assert run.totals.priority_loss_stranded == 1 + 3
 
 
+def test_a_step_says_why_reprieve_left_the_schedulers_pick():
+    # Two alike nodes but for the victim's QoS class: stock takes the Guaranteed pod (younger),
+    # reprieve the Burstable one on the other node; the scheduler's pick is not even solved (its
+    # lower bound already has a Guaranteed victim), and the step says so.
+    v = view(
+        [node("g", cpu=2), node("b", cpu=2)],
+        [pod("guaranteed", node="g", cpu=2, priority=1, qos=G, start=200),
+         pod("burstable", node="b", cpu=2, priority=1, qos=B, start=100)],
+    )
+    runs = replay.compare(v, [pod("urgent", cpu=2, priority=10)])
+    assert runs[replay.STOCK].steps[0].node == "g"
+    step = runs[replay.REPRIEVE].steps[0]
+    assert step.node == "b"
+    assert step.why.endswith("; g, the scheduler's pick: not solved: cannot beat b: Guaranteed victims at least 1 here vs 0")
+
+
 def test_pods_that_cannot_preempt_are_left_pending():
     v = view([node("n1", cpu=4)], [pod("high", node="n1", cpu=4, priority=50)])
     runs = replay.compare(v, [pod("u", cpu=2, priority=10), pod("never", cpu=1, priority=100, never=True)])
