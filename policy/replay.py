@@ -144,7 +144,10 @@ def _over(decision: PreemptDecision, chosen: str, scheduler_pick: str | None) ->
     if theirs is None:
         return ()
     if mine is not None and mine.cost is not None and theirs.cost is not None:
-        return (f"over {scheduler_pick}, the scheduler's pick: {mine.cost.decided_by(theirs.cost, f' on {chosen}', f' on {scheduler_pick}')}",)
+        why = mine.cost.decided_by(theirs.cost, f" on {chosen}", f" on {scheduler_pick}")
+        if mine.cost.deciding(theirs.cost) is None:
+            why += ", a tie broken differently"
+        return (f"over {scheduler_pick}, the scheduler's pick: {why}",)
     return tuple(f"{scheduler_pick}, the scheduler's pick: {reason}" for reason in theirs.reasons[-1:])
 
 
@@ -182,9 +185,9 @@ class Step:
     broken_gangs: tuple[str, ...] = ()  # keys of the gangs its victims broke (policy.gangs)
     stranded: int = 0  # running members of those gangs left behind, their work lost (policy.criteria.gang_work)
     managed_lost: int = 0  # running pods left behind by the managers its victims include (policy.apps)
-    # the priorities of the running pods its victims strand: members of the gangs they break and
+    # namespace/name of the running pods its victims strand: members of the gangs they break and
     # pods of the applications whose managers they evict, not evicted themselves, each once
-    stranded_priorities: tuple[int, ...] = ()
+    stranded_pods: tuple[str, ...] = ()
     jobs_failed: tuple[str, ...] = ()  # the Jobs and indexes its victims failed (policy.jobs.Budget keys)
     retries_burned: int = 0  # its victims whose Job counted their eviction (policy.jobs)
     room_wait: int = 0  # seconds until its last live victim is gone: their longest grace period
@@ -209,8 +212,9 @@ class Totals:
     guaranteed_victims: int
     burstable_victims: int
     priority_loss: int  # sum over victims of (priority - floor + 1), floor: the lowest priority in the workload
-    # the same over the victims and the running pods they strand (Step.stranded_priorities):
-    # every pod whose work a preemption destroys
+    # the same over the victims and the running pods they strand (Step.stranded_pods), each pod
+    # once (one stranded and evicted later, or stranded twice, counts once): every pod whose
+    # work a preemption destroyed
     priority_loss_stranded: int
     # victims with no home (policy.homes, as reprieve's ranking counts them): nothing re-creates
     # them elsewhere (bare pods: gone for good; DaemonSet and static pods), or their replacement
@@ -285,6 +289,7 @@ def replay(
     queue: list[tuple[Pod, int]] = [(p, 0) for p in pending]
     steps: list[Step] = []
     removed: list[Pod] = []
+    stranded_at: dict[str, int] = {}  # every pod stranded so far: namespace/name -> priority
     i = 0
     while i < len(queue):
         pod, depth = queue[i]
@@ -305,17 +310,19 @@ def replay(
         no_home = tuple(v.key for v in live if where.home(v, excluding=choice.node) is None)
         failed = tuple(b.key for b in jobs.failing(live, current.stake_of))
         burned = sum(jobs.burns(v, current.stake_of) for v in live)
+        left = _stranded(current, live, broke, ended)
+        stranded_at.update((p.key, p.priority) for p in left)
         made = cluster.apply(pod, choice.node, choice.victims, replaced=live if replace else ())
         removed.extend(live)
         queue.extend((r, depth + 1) for r in made)
         steps.append(
             Step(pod.key, depth, choice.node, tuple(v.key for v in live), violations, no_home, choice.why, broken, stranded,
-                 managed_lost=managed_lost, stranded_priorities=_stranded_priorities(current, live, broke, ended),
+                 managed_lost=managed_lost, stranded_pods=tuple(p.key for p in left),
                  jobs_failed=failed, retries_burned=burned,
                  room_wait=time_to_room(live),
                  cpu_seconds_lost=work_lost.cpu_seconds(live, now), gpu_seconds_lost=work_lost.gpu_seconds(live, now))
         )
-    return Run(side, tuple(steps), _totals(steps, removed, floor), cluster.view)
+    return Run(side, tuple(steps), _totals(steps, removed, floor, stranded_at), cluster.view)
 
 
 def compare(
@@ -339,8 +346,10 @@ def compare(
     }
 
 
-def _totals(steps: list[Step], victims: list[Pod], floor: int) -> Totals:
+def _totals(steps: list[Step], victims: list[Pod], floor: int, stranded: Mapping[str, int]) -> Totals:
+    """``stranded``: every pod the run's victims stranded, namespace/name -> priority."""
     preempting = [s for s in steps if s.victims]
+    destroyed = {**stranded, **{v.key: v.priority for v in victims}}  # each pod once
     return Totals(
         preemptions=len(preempting),
         victims=len(victims),
@@ -354,8 +363,7 @@ def _totals(steps: list[Step], victims: list[Pod], floor: int) -> Totals:
         guaranteed_victims=sum(v.qos == QoS.GUARANTEED for v in victims),
         burstable_victims=sum(v.qos == QoS.BURSTABLE for v in victims),
         priority_loss=sum(v.priority - floor + 1 for v in victims),
-        priority_loss_stranded=sum(v.priority - floor + 1 for v in victims)
-        + sum(p - floor + 1 for s in steps for p in s.stranded_priorities),
+        priority_loss_stranded=sum(priority - floor + 1 for priority in destroyed.values()),
         no_home=sum(len(s.no_home) for s in steps),
         retries_burned=sum(s.retries_burned for s in steps),
         room_wait_seconds=sum(s.room_wait for s in steps),
@@ -366,17 +374,17 @@ def _totals(steps: list[Step], victims: list[Pod], floor: int) -> Totals:
     )
 
 
-def _stranded_priorities(view: ClusterView, live: Sequence[Pod], broke: gangs.Broken, ended: apps.Ended) -> tuple[int, ...]:
-    """The priorities of the running pods ``live`` victims strand on ``view``: the members of the
-    gangs they ``broke`` and the pods of the applications ``ended`` (their managers evicted), not
-    evicted themselves, each once (a pod in both counts once)."""
+def _stranded(view: ClusterView, live: Sequence[Pod], broke: gangs.Broken, ended: apps.Ended) -> tuple[Pod, ...]:
+    """The running pods ``live`` victims strand on ``view``: the members of the gangs they
+    ``broke`` and the pods of the applications ``ended`` (their managers evicted), not evicted
+    themselves, each once (a pod in both counts once)."""
     gang_keys = {g.key for g in broke.gangs}
     app_keys = {a.key for a in ended.apps}
     if not gang_keys and not app_keys:
         return ()
     gone = {v.uid for v in live}
     return tuple(
-        p.priority
+        p
         for p in view.pods.values()
         if p.node_name is not None and not p.terminating and p.uid not in gone
         and ((p.app is not None and p.app.key in app_keys) or getattr(view.gang_of(p), "key", None) in gang_keys)

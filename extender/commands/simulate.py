@@ -14,9 +14,9 @@ from pathlib import Path
 
 import orjson
 
+from extender import times
 from extender.commands import pending as pending_pods
 from extender.commands import warn as to_stderr
-from extender import times
 from extender.errors import ConfigError
 from extender.policy_file import Policy
 from extender.state import snapshot
@@ -171,6 +171,7 @@ def _step(step: replay.Step) -> dict:
         "broken_gangs": list(step.broken_gangs),
         "members_stranded": step.stranded,
         "managed_pods_lost": step.managed_lost,
+        "stranded_pods": list(step.stranded_pods),
         "jobs_failed": list(step.jobs_failed),
         "retries_burned": step.retries_burned,
         "room_wait_seconds": step.room_wait,

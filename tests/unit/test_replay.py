@@ -201,10 +201,28 @@ def test_the_loss_with_stranded_pods_weighs_the_members_a_broken_gang_leaves_idl
     )
     runs = replay.compare(v, [pod("urgent", cpu=2, priority=10)])
     s, r = runs[replay.STOCK], runs[replay.REPRIEVE]
-    assert s.steps[0].victims == ("default/m0",) and s.steps[0].stranded_priorities == (5, 5)
+    assert s.steps[0].victims == ("default/m0",) and s.steps[0].stranded_pods == ("default/m1", "default/m2")
     # The floor is 2: the victim weighs 1, each stranded member 5 - 2 + 1.
     assert (s.totals.priority_loss, s.totals.priority_loss_stranded, s.totals.members_stranded) == (1, 1 + 4 + 4, 2)
     assert (r.steps[0].victims, r.totals.priority_loss, r.totals.priority_loss_stranded) == (("default/lone",), 1, 1)
+
+
+def test_a_pod_stranded_and_evicted_later_counts_once():
+    # A gang of 3 needing all 3: m2 alone on q, m0 and m1 on e. The first preemptor takes q,
+    # breaking the gang (m0 and m1 stranded); the second takes e and evicts m0 (no longer part
+    # of a whole gang, the youngest). Three pods lost, each once.
+    v = view(
+        [node("q", cpu=2), node("e", cpu=4)],
+        [pod("m2", node="q", cpu=2, priority=1, start=300, gang=("g", 3)),
+         pod("m0", node="e", cpu=2, priority=1, start=200, gang=("g", 3)),
+         pod("m1", node="e", cpu=2, priority=1, start=100, gang=("g", 3))],
+    )
+    run = replay.replay(v, [pod("u1", cpu=2, priority=10), pod("u2", cpu=2, priority=10)], side=replay.STOCK)
+    assert [(s.victims, s.stranded_pods) for s in run.steps] == [
+        (("default/m2",), ("default/m0", "default/m1")),
+        (("default/m0",), ()),
+    ]
+    assert (run.totals.priority_loss, run.totals.members_stranded, run.totals.priority_loss_stranded) == (2, 2, 3)
 
 
 def test_a_pod_stranded_both_by_its_gang_and_by_its_manager_counts_once():
