@@ -87,7 +87,13 @@ class Ledger:
         a view older than the one an answer was decided on counts it and settles nothing, and
         one older than the view that settled it is judged on what it shows itself. Snapshot
         views all have revision 0 (none older than another, none telling a deletion): a
-        settled answer is dropped at once, as it always was."""
+        settled answer is dropped at once, as it always was.
+
+        ``asking``'s own latest answer is handed over settled too, in its place in the order
+        (not where the view shows its preemptor deleted): policy.preempt.decide reads it only as
+        the preemptor's own, to tell which answers came after it (its eligibility's wait on
+        victims already leaving, which the scheduler may retry it into once its own victims are
+        gone, whether or not reprieve's view has shown them going)."""
         now = self._clock()
         revision = view.revision
         held = []
@@ -97,7 +103,10 @@ class Ledger:
                 if now - entry.since > IN_FLIGHT_SECONDS or (asking is not None and _twin(entry.flight.preemptor, asking)):
                     self._let_go(uid, entry)
                     continue
+                own = asking is not None and uid == asking.uid
                 if entry.settled_at is not None and revision >= entry.settled_at:
+                    if own and uid in view.pods:
+                        held.append(entry.flight)
                     continue
                 if revision < entry.decided_at:
                     held.append(entry.flight)  # a view from before the answer: it cannot show it
@@ -112,6 +121,8 @@ class Ledger:
                     else:  # kept for requests still deciding on older views
                         self._remember(entry)
                         self._answers[uid] = entry._replace(settled_at=revision)
+                        if own and not deleted:
+                            held.append(entry.flight)
                     continue
                 if present and (entry.shown_at is None or revision < entry.shown_at):
                     self._answers[uid] = entry._replace(shown_at=revision)

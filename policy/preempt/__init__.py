@@ -42,7 +42,8 @@ def decide(
     """Re-derive victims on each candidate node, drop hopeless nodes, offer the cheapest one.
 
     ``in_flight`` are earlier answers the view may not show yet, oldest first (the ledger's
-    order, extender.state.ledger): their victims count as gone
+    order, extender.state.ledger; the preemptor's own latest among them even where the view
+    shows it carried out, read only as its own): their victims count as gone
     and are never named again, their preemptors hold room on their nodes. Exactly one node is
     offered (the first of exact ties), so that the answer recorded in flight is the one the
     scheduler carries out.

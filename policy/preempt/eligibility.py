@@ -26,7 +26,7 @@ def ineligible(
     """preemptionPolicy Never; or nominated to a node where lower-priority pods are leaving
     and their room, once free, is enough for the preemptor: it waits for them. It also waits
     where the scheduler's victims there are all leaving already for other answers in flight
-    (_room_coming; ``own``: reprieve's answers in flight for this preemptor; ``answered_since``:
+    (_room_coming; ``own``: reprieve's answers for this preemptor, its latest even settled; ``answered_since``:
     the UIDs of the preemptors of those answered after its own).
 
     Upstream waits whenever such a pod is terminating because of preemption, and checks that
@@ -90,7 +90,7 @@ def _room_coming(
     coming: every victim the scheduler proposes there is a victim of another answer of
     reprieve's in flight there, given after its own, still running; "" otherwise.
 
-    Seen in the bursts with reprieve's watch 2 s late: A, B and C were answered a victim each
+    Seen in the bursts with reprieve's watch late: A, B and C were answered a victim each
     on one node. The scheduler, once A's victim was gone, retried A; its nominator gave A's
     freed room to B and C until their victims went, so it proposed C's victim, not yet deleted,
     and A preempted a second time. Where C's victim is older than the node's last pod, the dry
@@ -117,8 +117,9 @@ def _room_coming(
       there is counted so, once; one bound there is one of its pods). Terminating pods it did
       not preempt still count, an answer's victims among them: the scheduler counts them until
       they are gone.
-    So it waits only while reprieve holds its own answer in flight, its view not yet showing it
-    carried out: as long as its view lags the scheduler's.
+    ``own`` includes the preemptor's latest answer even where reprieve's view shows it carried
+    out (extender.state.ledger hands it over settled, in its place among the answers): with the
+    watch 500 ms late the view had shown A's and B's answers carried out by A's retry, not C's.
     What it cannot see: a pod the scheduler has placed there that reprieve's view does not show
     yet, with an answer in flight never taken besides. Then the preemptor waits until a change
     the scheduler requeues it for, or its 5-minute flush."""

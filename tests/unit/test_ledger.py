@@ -470,3 +470,30 @@ def test_each_reader_sees_its_own_entries_oldest_first(monkeypatch):
     ledger.await_events(d.uid, "d")  # past the bound: the Events awaited longest go
     assert [w.events for w in ledger.awaiting_events()] == ["b", "c", "d"]
     assert [f.preemptor.name for f in ledger.in_flight(v)] == ["a"]
+
+
+def test_the_asking_preemptors_own_answer_is_handed_over_settled_in_its_place():
+    # A, B and C were answered a victim each on n1, in that order. A newer view shows A's
+    # answer carried out (A nominated, f0 terminating): it is no longer in flight, but when the
+    # scheduler asks about A again decide must still tell that B and C were answered after it
+    # (policy.preempt.eligibility: the wait on victims already leaving).
+    fillers = [pod(f"f{i}", node="n1", cpu=8, start=i) for i in range(4)]
+    a, b, c = (pod(n, cpu=8, priority=1000, created=i) for i, n in enumerate("abc"))
+    v = view([node("n1", cpu=32)], [*fillers, a, b, c])
+    ledger = Ledger()
+    for preemptor, victim in zip((a, b, c), fillers):
+        ledger.record(preemptor, "n1", (victim,), decided_at=1, shown_at=1)
+    shows_a = view(
+        [node("n1", cpu=32)],
+        [dataclasses.replace(p, nominated_node_name="n1") if p.uid == a.uid
+         else dataclasses.replace(p, terminating=True, preempted=True) if p.uid == fillers[0].uid
+         else p
+         for p in v.pods.values()],
+    )
+    for revision in (2, 3):  # the view that settles it, and a later one
+        assert [f.preemptor.uid for f in ledger.in_flight(at(shows_a, revision), asking=shows_a.pods[a.uid])] == [a.uid, b.uid, c.uid]
+        assert [f.preemptor.uid for f in ledger.in_flight(at(shows_a, revision), asking=b)] == [b.uid, c.uid]
+        assert [f.preemptor.uid for f in ledger.in_flight(at(shows_a, revision))] == [b.uid, c.uid]
+    # Not once the view shows A deleted.
+    gone = view([node("n1", cpu=32)], [p for p in shows_a.pods.values() if p.uid != a.uid])
+    assert [f.preemptor.uid for f in ledger.in_flight(at(gone, 4), asking=a)] == [b.uid, c.uid]

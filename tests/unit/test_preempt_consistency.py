@@ -357,6 +357,28 @@ def test_a_retried_preemptor_waits_where_its_room_is_another_answers_victim_alre
     assert lagged_wave(c_shown=True)[0].refusal is Refusal.VICTIMS_LEAVING
 
 
+def test_a_retried_preemptor_waits_the_same_where_reprieves_view_shows_its_own_answer_carried_out():
+    # The same wave with reprieve's watch only 500 ms late (CI, 2026-12-07): by A's retry its
+    # view shows A's answer and B's carried out (A and B nominated to n1, f0 and f1 terminating),
+    # not C's. The ledger hands A's own answer over settled, in its place (extender.state.ledger),
+    # so C's still shows as answered after it; before, A preempted again, naming f2.
+    _, proposals = lagged_wave()
+    fillers = [pod(f"f{i}", node="n1", cpu=8, start=i, terminating=i < 2, preempted=i < 2) for i in range(4)]
+    a = pod("a", cpu=8, priority=1000, nominated="n1", created=1)
+    b = pod("b", cpu=8, priority=1000, nominated="n1", created=2)
+    c = pod("c", cpu=8, priority=1000, created=3)
+    n2 = [pod(f"g{i}", node="n2", cpu=8, start=i) for i in range(4)]
+    v = view([node("n1", cpu=32), node("n2", cpu=32)], [*fillers, *n2, a, b, c])
+    answered_a = dataclasses.replace(a, nominated_node_name=None)
+    in_flight = [InFlight(answered_a, "n1", (fillers[0],)), InFlight(c, "n1", (fillers[2],))]
+    decision = decide(view=v, preemptor=a, proposals=proposals, in_flight=in_flight)
+    assert decision.refusal is Refusal.VICTIMS_LEAVING and decision.waits
+    # Without its own answer (what the ledger handed over before) nothing shows the scheduler
+    # took it, nor that C's came after: it preempts again.
+    decision = decide(view=v, preemptor=a, proposals=proposals, in_flight=in_flight[1:])
+    assert decision.refusal is Refusal.NONE and decision.answer
+
+
 @pytest.mark.parametrize(
     "case",
     [
