@@ -89,11 +89,13 @@ class Ledger:
         views all have revision 0 (none older than another, none telling a deletion): a
         settled answer is dropped at once, as it always was.
 
-        ``asking``'s own latest answer is handed over settled too, in its place in the order
-        (not where the view shows its preemptor deleted): policy.preempt.decide reads it only as
-        the preemptor's own, to tell which answers came after it (its eligibility's wait on
-        victims already leaving, which the scheduler may retry it into once its own victims are
-        gone, whether or not reprieve's view has shown them going)."""
+        ``asking``'s own latest answer is handed over settled too, in its place in the order,
+        where the view shows it carried out (not where the scheduler went another way, nor
+        where the preemptor was deleted): policy.preempt.decide reads it only as the preemptor's
+        own, to tell which answers came after it (its eligibility's wait on victims already
+        leaving, which the scheduler may retry it into once its own victims are gone, whether or
+        not reprieve's view has shown them going). Until it expires, IN_FLIGHT_SECONDS after the
+        answer, or a newer answer or ``forget`` replaces it."""
         now = self._clock()
         revision = view.revision
         held = []
@@ -105,7 +107,7 @@ class Ledger:
                     continue
                 own = asking is not None and uid == asking.uid
                 if entry.settled_at is not None and revision >= entry.settled_at:
-                    if own and uid in view.pods:
+                    if own and progress(view, entry.flight) is Progress.CARRIED_OUT:
                         held.append(entry.flight)
                     continue
                 if revision < entry.decided_at:
@@ -115,13 +117,14 @@ class Ledger:
                 deleted = not present and (
                     (entry.shown_at is not None and revision > entry.shown_at) or _seen_deleted(view, uid)
                 )
-                if deleted or progress(view, entry.flight) is not Progress.PENDING:
+                done = progress(view, entry.flight)
+                if deleted or done is not Progress.PENDING:
                     if revision == 0:
                         self._let_go(uid, entry)
                     else:  # kept for requests still deciding on older views
                         self._remember(entry)
                         self._answers[uid] = entry._replace(settled_at=revision)
-                        if own and not deleted:
+                        if own and not deleted and done is Progress.CARRIED_OUT:
                             held.append(entry.flight)
                     continue
                 if present and (entry.shown_at is None or revision < entry.shown_at):

@@ -118,8 +118,9 @@ def _room_coming(
       not preempt still count, an answer's victims among them: the scheduler counts them until
       they are gone.
     ``own`` includes the preemptor's latest answer even where reprieve's view shows it carried
-    out (extender.state.ledger hands it over settled, in its place among the answers): with the
-    watch 500 ms late the view had shown A's and B's answers carried out by A's retry, not C's.
+    out (extender.state.ledger hands it over settled, in its place among the answers, until it
+    expires; not one the scheduler went another way on): with the watch 500 ms late the view had
+    shown A's and B's answers carried out by A's retry, not C's.
     What it cannot see: a pod the scheduler has placed there that reprieve's view does not show
     yet, with an answer in flight never taken besides. Then the preemptor waits until a change
     the scheduler requeues it for, or its 5-minute flush."""

@@ -497,3 +497,39 @@ def test_the_asking_preemptors_own_answer_is_handed_over_settled_in_its_place():
     # Not once the view shows A deleted.
     gone = view([node("n1", cpu=32)], [p for p in shows_a.pods.values() if p.uid != a.uid])
     assert [f.preemptor.uid for f in ledger.in_flight(at(gone, 4), asking=a)] == [b.uid, c.uid]
+
+
+def test_not_where_the_scheduler_went_another_way():
+    # A was answered on n1, and the view shows it nominated to n2: that answer was not taken,
+    # and is no evidence of anything on n1 should A be nominated back there later.
+    fillers = [pod(f"f{i}", node="n1", cpu=8, start=i) for i in range(4)]
+    a = pod("a", cpu=8, priority=1000)
+    ledger = Ledger()
+    ledger.record(a, "n1", (fillers[0],), decided_at=1, shown_at=1)
+    elsewhere = view([node("n1", cpu=32), node("n2", cpu=32)], [*fillers, dataclasses.replace(a, nominated_node_name="n2")])
+    for revision in (2, 3):
+        assert ledger.in_flight(at(elsewhere, revision), asking=elsewhere.pods[a.uid]) == ()
+
+
+def test_a_preemptor_whose_own_answer_settled_waits_for_victims_already_leaving():
+    # The 500 ms lagged burst that failed CI, through the ledger as the verb uses it: A, B and C
+    # answered f0, f1 and f2 on n1; the view shows A's and B's answers carried out, not C's;
+    # the scheduler retries A and proposes f2 (tests/unit/test_preempt_consistency.py's
+    # lagged_wave). Before, the ledger handed over C's answer alone and A preempted again.
+    from policy.causes import Refusal
+    from tests.unit.test_preempt_consistency import lagged_wave
+
+    _, proposals = lagged_wave()
+    fillers = [pod(f"f{i}", node="n1", cpu=8, start=i) for i in range(4)]
+    n2 = [pod(f"g{i}", node="n2", cpu=8, start=i) for i in range(4)]
+    a, b, c = (pod(n, cpu=8, priority=1000, created=i + 1) for i, n in enumerate("abc"))
+    nodes = [node("n1", cpu=32), node("n2", cpu=32)]
+    ledger = Ledger()
+    for preemptor, victim in zip((a, b, c), fillers):
+        ledger.record(preemptor, "n1", (victim,), decided_at=1, shown_at=1)
+    leaving = [dataclasses.replace(f, terminating=True, preempted=True) for f in fillers[:2]]
+    nominated = [dataclasses.replace(p, nominated_node_name="n1") for p in (a, b)]
+    v = at(view(nodes, [*leaving, *fillers[2:], *n2, *nominated, c]), 2)
+    again = v.pods[a.uid]
+    decision = decide(view=v, preemptor=again, proposals=proposals, in_flight=ledger.in_flight(v, asking=again), named=ledger.named())
+    assert decision.refusal is Refusal.VICTIMS_LEAVING and decision.waits
