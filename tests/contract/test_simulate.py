@@ -14,6 +14,8 @@ import sys
 import pytest
 import yaml
 
+from extender.commands import simulate
+from policy import replay
 from tests.contract import cli
 from tests.conftest import ROOT
 
@@ -253,3 +255,10 @@ def test_a_step_names_the_criterion_that_left_the_schedulers_pick(capsys):
         "; over cpu-1, the scheduler's pick: decided by pending pods left without room: "
         "1 pending pod(s) without room on cpu-0 against 2 pending pod(s) without room on cpu-1"
     )
+
+
+def test_a_steps_reason_shows_times_as_people_read_them():
+    # policy writes times as seconds since the epoch (extender/times.py); a step's why is shown
+    # as explain shows them.
+    step = replay.Step("ns/p", 0, "n1", (), 0, (), "not chosen: start 1795168860s since the epoch here")
+    assert simulate._step(step)["why"] == "not chosen: start 2026-11-20T10:01:00Z here"
