@@ -124,7 +124,7 @@ class Ledger:
                     else:  # kept for requests still deciding on older views
                         self._remember(entry)
                         self._answers[uid] = entry._replace(settled_at=revision)
-                        if own and not deleted and done is Progress.CARRIED_OUT:
+                        if own and done is Progress.CARRIED_OUT:  # never so for a pod the view lacks
                             held.append(entry.flight)
                     continue
                 if present and (entry.shown_at is None or revision < entry.shown_at):

@@ -9,10 +9,11 @@ from extender.state import ledger as ledger_module
 from extender.state.ledger import IN_FLIGHT_SECONDS, MAX_IN_FLIGHT, Ledger
 from extender.state.standings import Standings
 from policy.model import HOST_PORTS
-from policy.causes import Cause
+from policy.causes import Cause, Refusal
 from policy.preempt import Proposal, decide
 from policy.tenancy import Queue, Rules
 from tests.builders import node, pod, scheduler_proposals, view
+from tests.unit.test_preempt_consistency import carried_out_wave
 
 RULES = Rules(
     queues=(
@@ -514,22 +515,13 @@ def test_not_where_the_scheduler_went_another_way():
 def test_a_preemptor_whose_own_answer_settled_waits_for_victims_already_leaving():
     # The 500 ms lagged burst that failed CI, through the ledger as the verb uses it: A, B and C
     # answered f0, f1 and f2 on n1; the view shows A's and B's answers carried out, not C's;
-    # the scheduler retries A and proposes f2 (tests/unit/test_preempt_consistency.py's
-    # lagged_wave). Before, the ledger handed over C's answer alone and A preempted again.
-    from policy.causes import Refusal
-    from tests.unit.test_preempt_consistency import lagged_wave
-
-    _, proposals = lagged_wave()
-    fillers = [pod(f"f{i}", node="n1", cpu=8, start=i) for i in range(4)]
-    n2 = [pod(f"g{i}", node="n2", cpu=8, start=i) for i in range(4)]
-    a, b, c = (pod(n, cpu=8, priority=1000, created=i + 1) for i, n in enumerate("abc"))
-    nodes = [node("n1", cpu=32), node("n2", cpu=32)]
+    # the scheduler retries A and proposes f2. Before, the ledger handed over C's answer alone
+    # and A preempted again.
+    v, proposals, answers = carried_out_wave()
     ledger = Ledger()
-    for preemptor, victim in zip((a, b, c), fillers):
-        ledger.record(preemptor, "n1", (victim,), decided_at=1, shown_at=1)
-    leaving = [dataclasses.replace(f, terminating=True, preempted=True) for f in fillers[:2]]
-    nominated = [dataclasses.replace(p, nominated_node_name="n1") for p in (a, b)]
-    v = at(view(nodes, [*leaving, *fillers[2:], *n2, *nominated, c]), 2)
-    again = v.pods[a.uid]
+    for f in answers:
+        ledger.record(f.preemptor, f.node, f.victims, decided_at=1, shown_at=1)
+    v = at(v, 2)
+    again = v.pods[answers[0].preemptor.uid]
     decision = decide(view=v, preemptor=again, proposals=proposals, in_flight=ledger.in_flight(v, asking=again), named=ledger.named())
     assert decision.refusal is Refusal.VICTIMS_LEAVING and decision.waits

@@ -357,11 +357,11 @@ def test_a_retried_preemptor_waits_where_its_room_is_another_answers_victim_alre
     assert lagged_wave(c_shown=True)[0].refusal is Refusal.VICTIMS_LEAVING
 
 
-def test_a_retried_preemptor_waits_the_same_where_reprieves_view_shows_its_own_answer_carried_out():
-    # The same wave with reprieve's watch only 500 ms late (CI, 2026-12-07): by A's retry its
-    # view shows A's answer and B's carried out (A and B nominated to n1, f0 and f1 terminating),
-    # not C's. The ledger hands A's own answer over settled, in its place (extender.state.ledger),
-    # so C's still shows as answered after it; before, A preempted again, naming f2.
+def carried_out_wave():
+    """lagged_wave with reprieve's watch only 500 ms late (CI, 2026-12-07): by A's retry its view
+    shows A's answer and B's carried out (A and B nominated to n1, f0 and f1 terminating), not
+    C's. Returns that view, the scheduler's proposals, and A's, B's and C's answers in the
+    order given (A's as recorded, before its nomination)."""
     _, proposals = lagged_wave()
     fillers = [pod(f"f{i}", node="n1", cpu=8, start=i, terminating=i < 2, preempted=i < 2) for i in range(4)]
     a = pod("a", cpu=8, priority=1000, nominated="n1", created=1)
@@ -369,13 +369,20 @@ def test_a_retried_preemptor_waits_the_same_where_reprieves_view_shows_its_own_a
     c = pod("c", cpu=8, priority=1000, created=3)
     n2 = [pod(f"g{i}", node="n2", cpu=8, start=i) for i in range(4)]
     v = view([node("n1", cpu=32), node("n2", cpu=32)], [*fillers, *n2, a, b, c])
-    answered_a = dataclasses.replace(a, nominated_node_name=None)
-    in_flight = [InFlight(answered_a, "n1", (fillers[0],)), InFlight(c, "n1", (fillers[2],))]
-    decision = decide(view=v, preemptor=a, proposals=proposals, in_flight=in_flight)
+    answered = (dataclasses.replace(a, nominated_node_name=None), dataclasses.replace(b, nominated_node_name=None), c)
+    return v, proposals, [InFlight(p, "n1", (f,)) for p, f in zip(answered, fillers)]
+
+
+def test_a_retried_preemptor_waits_the_same_where_reprieves_view_shows_its_own_answer_carried_out():
+    # The ledger hands A's own answer over settled, in its place (extender.state.ledger), so C's
+    # still shows as answered after it; before, A preempted again, naming f2.
+    v, proposals, (own, _, c) = carried_out_wave()
+    a = v.pods[own.preemptor.uid]
+    decision = decide(view=v, preemptor=a, proposals=proposals, in_flight=[own, c])
     assert decision.refusal is Refusal.VICTIMS_LEAVING and decision.waits
     # Without its own answer (what the ledger handed over before) nothing shows the scheduler
     # took it, nor that C's came after: it preempts again.
-    decision = decide(view=v, preemptor=a, proposals=proposals, in_flight=in_flight[1:])
+    decision = decide(view=v, preemptor=a, proposals=proposals, in_flight=[c])
     assert decision.refusal is Refusal.NONE and decision.answer
 
 
