@@ -296,6 +296,10 @@ class LiveCluster:
             return
         with self._lock:
             all_listed = self._all_listed()
+        # Every event marked applied by now is in the store, so in the view built below or in the
+        # one already published (the reflector applies an event before it marks it applied: a
+        # view built in between holds it, and only this round's call takes its arrival off the lag).
+        pending_since = self._lag.publishing() if all_listed else None
         if all_listed and self._store.generation == self._published_generation:
             # Only events that changed nothing since the last view (or none): no new view, but
             # /readyz's resourceVersions say the view is that recent.
@@ -303,7 +307,6 @@ class LiveCluster:
             if versions is not None:
                 self._versions = versions
         elif all_listed:
-            pending_since = self._lag.publishing()
             started = self._clock()
             first = self._view is None
             self._published_generation, self._versions, self._view = self._store.build_view()

@@ -7,6 +7,7 @@ import functools
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable, Mapping
 
 import urllib3
@@ -22,6 +23,10 @@ log = logging.getLogger(__name__)
 # An optional kind answered with these is not served (its CRD is gone, its API version or feature
 # gate off) or not readable (RBAC): its reflector ends, and discovery looks again later.
 UNAVAILABLE = frozenset({403, 404})
+# A watch the server accepts and ends sooner than this without an event is taken as failed and
+# backed off from, as client-go's "very short watch": a server or proxy that closes every stream
+# at once must not be asked again in a tight loop.
+SHORT_WATCH = 1.0
 
 
 class Reflector(threading.Thread):
@@ -56,23 +61,34 @@ class Reflector(threading.Thread):
         self._max_backoff = max_backoff
         self._decoder = Decoder(kind)
         self._current = functools.partial(store.current, kind.name)
+        # The resourceVersion of the last list or event applied (None: list first). A watch
+        # resumes from it, also after a stream broken partway: from the version the broken watch
+        # started at, the server would send again events already applied, and the store would go
+        # back in time (a deleted pod back, a bound one pending again).
+        self._version: str | None = None
 
     def run(self) -> None:
         backoff = 0.2
-        resource_version = None
+        self._version = None
         while not self._stopping.is_set():
             try:
-                if resource_version is None:
-                    resource_version = self._list()
+                if self._version is None:
+                    self._version = self._list()
                     self._on_event(self.kind.name, "relist")
                     self._on_sync(self.kind.name, True)
                 # After a failed watch the kind is in sync again only once a new watch is
                 # accepted (on_connect in _watch): reconnecting is not enough.
-                resource_version = self._watch(resource_version)
-                backoff = 0.2
+                started = time.monotonic()
+                if self._watch() or time.monotonic() - started >= SHORT_WATCH:
+                    backoff = 0.2
+                else:
+                    log.warning("%s: watch ended at once without an event; watching again in %.1fs",
+                                self.kind.name, backoff)
+                    self._on_event(self.kind.name, "watch_restart")
+                    backoff = self._pause(backoff)
             except Gone:
-                log.info("%s: resourceVersion %s is gone; relisting", self.kind.name, resource_version)
-                resource_version = None
+                log.info("%s: resourceVersion %s is gone; relisting", self.kind.name, self._version)
+                self._version = None
                 self._on_sync(self.kind.name, False)
                 # The server answered, so it is up: relist after a short pause, not the backoff
                 # accumulated while it was down (that would delay recovery by seconds).
@@ -84,14 +100,14 @@ class Reflector(threading.Thread):
                     self._on_unavailable(self.kind.name, exc)
                     return
                 # Connection refused or reset, a silent stream timing out, a 5xx: keep the
-                # resourceVersion and watch again from it after a pause.
+                # resourceVersion of the last event applied and watch again from it after a pause.
                 log.warning("%s: watch failed (%s); retrying in %.1fs", self.kind.name, exc, backoff)
                 self._on_sync(self.kind.name, False)
                 self._on_event(self.kind.name, "watch_restart")
                 backoff = self._pause(backoff)
             except Exception:  # noqa: BLE001 - a dead reflector would freeze its kind while /readyz stays green
                 log.exception("%s: unexpected error; relisting in %.1fs", self.kind.name, backoff)
-                resource_version = None
+                self._version = None
                 self._on_sync(self.kind.name, False)
                 self._on_event(self.kind.name, "watch_restart")
                 backoff = self._pause(backoff)
@@ -121,11 +137,12 @@ class Reflector(threading.Thread):
         self._store.replace(self.kind.name, records, listed["resourceVersion"])
         return listed["resourceVersion"]
 
-    def _watch(self, resource_version: str) -> str:
-        """Apply events until the server closes the stream; returns the last resourceVersion seen."""
+    def _watch(self) -> int:
+        """Apply events from ``_version`` on until the server closes the stream, ``_version``
+        following each one applied; returns how many came."""
         params = {
             **self.kind.params,
-            "resourceVersion": resource_version,
+            "resourceVersion": self._version,
             "allowWatchBookmarks": "true",
             "timeoutSeconds": self._watch_seconds,
         }
@@ -137,18 +154,20 @@ class Reflector(threading.Thread):
         events = self._api.watch(self.kind.path, params, read_timeout=self._silence_timeout, on_connect=connected)
         if self._watch_delay > 0:
             events = delayed(events, self._watch_delay, lambda: lag.arrived(name))
+        seen = 0
         for event in events:
+            seen += 1
             if self._watch_delay <= 0:
                 lag.arrived(name)
             what = "event"
             try:
-                resource_version, what = self._handle(event, resource_version)
+                self._version, what = self._handle(event, self._version)
             finally:
                 # Before the publisher hears of it (on_event): a view built in between would
                 # include the event but leave its arrival counted as unpublished.
                 lag.applied(name, changed=what != "unchanged")
             self._on_event(name, what)
-        return resource_version
+        return seen
 
     def _handle(self, event: dict, resource_version: str) -> tuple[str, str]:
         """Apply one watch event: (the resourceVersion it brings, "event", "unchanged" (it changes
