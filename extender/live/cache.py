@@ -84,6 +84,7 @@ class LiveCluster:
         self.under_way_at_start: UnderWay | None = None  # what the first view showed (_started)
         self._versions: dict[str, str] = {}
         self._published_generation = -1
+        self._published_at: float | None = None  # when the published view was done
         self._counters: dict[tuple[str, str], object] = {}  # (kind, what) -> labelled counter (_count_event)
         metrics.cache_staleness.set_function(self.staleness)
         metrics.cache_lag.set_function(self._lag.seconds)
@@ -306,6 +307,10 @@ class LiveCluster:
             versions = self._store.versions_at(self._published_generation)
             if versions is not None:
                 self._versions = versions
+            published = self._published_at
+            if pending_since is not None and published is not None and pending_since <= published:
+                # Marked applied only after the published view was built, which holds it.
+                self._metrics.cache_event_lag.observe(published - pending_since)
         elif all_listed:
             started = self._clock()
             first = self._view is None
@@ -313,7 +318,7 @@ class LiveCluster:
             if first:
                 self._started(self._view)
                 self._on_first_view()
-            done = self._clock()
+            done = self._published_at = self._clock()
             self._metrics.cache_publish_seconds.observe(done - started)
             if pending_since is not None:
                 self._metrics.cache_event_lag.observe(done - pending_since)

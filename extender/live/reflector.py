@@ -79,7 +79,10 @@ class Reflector(threading.Thread):
                 # After a failed watch the kind is in sync again only once a new watch is
                 # accepted (on_connect in _watch): reconnecting is not enough.
                 started = time.monotonic()
-                if self._watch() or time.monotonic() - started >= SHORT_WATCH:
+                brought = self._watch()
+                if self._stopping.is_set():
+                    break  # stop() ended it: no restart to count
+                if brought or time.monotonic() - started >= SHORT_WATCH:
                     backoff = 0.2
                 else:
                     log.warning("%s: watch ended at once without an event; watching again in %.1fs",
