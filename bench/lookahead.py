@@ -4,13 +4,19 @@ pressure sweep (bench/pressure.py's shapes, levels and measures), beside stock a
     python bench/lookahead.py [--shapes 1 2 3] [--seeds 10] [--levels ...] [--horizon 10]
                               [--width 3] [--pending-weight 1]
 
-Where reprieve preempts, its candidate sets (every node solved) that tie with the best on every
-criterion before the pending pods left without room (the same PDB violations, Jobs, gangs,
-priorities, QoS, homes and number of victims) are the options, its own choice first and at most
-``--width`` of them. Each option is played out: the preemption, then the next ``--horizon`` pods
+Where reprieve preempts, each node's victims (every node solved) whose cost ties with the
+cheapest on every criterion before the pending pods left without room (the same budgets, Jobs,
+gangs, priorities, managers, retries, QoS, homes and number of victims) are the options, its own
+choice first and at most ``--width`` of them. Each option is played out: the preemption, then the next ``--horizon`` pods
 of the queue through plain reprieve (policy.replay). The option whose horizon loses least wins,
 reprieve's own choice on a tie. Loss is the sweep's priority-weighted loss, ``priority - floor + 1``
 a victim, and ``--pending-weight`` times the same for each pod of the horizon left pending.
+
+The horizon's replays start from the view as it stands: a budget the run has already pushed below
+its healthy count is taken at that count there (policy.replay fixes the desired count when a
+replay starts), so on the mixed CPU shape a horizon may evict a pod that budget still covers
+without counting the violation. The GPU shapes' budgets cover only priority-1000 pods, never
+victims.
 
 It is not reprieve's: the preempt verb would run ``width x horizon`` whole decisions (the
 scheduler's dry run and reprieve's, over every node) for one preemption, where the issue allows
@@ -52,7 +58,7 @@ class Lookahead:
         self._pending_weight = pending_weight
         self._plain = replay.reprieve_with(now=now)
         self.preemptions = self.with_options = self.changed = 0
-        self.seconds = 0.0  # spent choosing among options
+        self.seconds = 0.0  # spent on the preemptions with options, choosing among them
 
     def __call__(self, view: ClusterView, pod: Pod, placement: Placement) -> replay.Choice:
         choice = self._plain(view, pod, placement)
@@ -60,19 +66,19 @@ class Lookahead:
             return choice
         self.preemptions += 1
         started = time.perf_counter()
-        try:
-            options = self._options(view, pod, choice)
-            if len(options) < 2:
-                return choice
-            self.with_options += 1
-            losses = [self._loss(view, pod, option, placement) for option in options]
-            best = min(range(len(options)), key=lambda i: (losses[i], i))  # reprieve's own first on a tie
-            if best == 0:
-                return choice
-            self.changed += 1
-            return options[best]
-        finally:
-            self.seconds += time.perf_counter() - started
+        options = self._options(view, pod, choice)
+        if len(options) < 2:
+            return choice
+        self.with_options += 1
+        losses = [self._loss(view, pod, option, placement) for option in options]
+        best = min(range(len(options)), key=lambda i: (losses[i], i))  # reprieve's own first on a tie
+        self.seconds += time.perf_counter() - started  # the preemptions with options only
+        if best == 0:
+            return choice
+        self.changed += 1
+        picked = options[best]
+        why = f"the lookahead's pick: {picked.node} over reprieve's {choice.node} ({losses[best]:g} lost against {losses[0]:g})"
+        return replay.Choice(picked.node, picked.victims, why=why)
 
     def _options(self, view: ClusterView, pod: Pod, choice: replay.Choice) -> list[replay.Choice]:
         """reprieve's own choice, then the other nodes' sets tied with the best before TIED_BEFORE."""
@@ -82,8 +88,8 @@ class Lookahead:
         if not costed or all(node != choice.node for _, node, _ in costed):
             return [choice]
         best = costed[0][0][:TIED_BEFORE]
-        others = [replay.Choice(node, victims, why=f"{choice.why}; the lookahead's pick")
-                  for key, node, victims in costed if key[:TIED_BEFORE] == best and node != choice.node]
+        others = [replay.Choice(node, victims) for key, node, victims in costed
+                  if key[:TIED_BEFORE] == best and node != choice.node]
         return [choice, *others[: self._width - 1]]
 
     def _loss(self, view: ClusterView, pod: Pod, option: replay.Choice, placement: Placement) -> float:
@@ -113,6 +119,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.horizon < 1 or args.width < 2:
         parser.error("--horizon at least 1, --width at least 2")
+    if args.seeds < 1:
+        parser.error("--seeds: at least 1")
+    if any(not 1 <= n <= len(pressure.SHAPES) for n in args.shapes):
+        parser.error(f"--shapes: each from 1 to {len(pressure.SHAPES)}")
     measures = ("priority_loss", "victims", "high_pending")
     for n in args.shapes:
         shape = pressure.SHAPES[n - 1]

@@ -63,7 +63,7 @@ def test_the_lookahead_takes_the_option_whose_next_steps_lose_less():
     assert _steps(looked) == [("n1", ["default/a0"]), ("n2", ["default/b0", "default/c0"])]
     assert looked.totals.priority_loss == 3
     assert (ahead.preemptions, ahead.with_options, ahead.changed) == (2, 1, 1)
-    assert looked.steps[0].why.endswith("the lookahead's pick")
+    assert looked.steps[0].why == "the lookahead's pick: n1 over reprieve's n2 (3 lost against 503)"
 
 
 def test_reprieves_own_choice_stands_where_the_next_steps_lose_as_much():
@@ -97,3 +97,32 @@ def test_a_pod_left_pending_counts_as_a_victim_of_its_priority_where_weighed():
     ahead = lookahead.Lookahead(pending, horizon=1, width=2, floor=0, now=NOW, pending_weight=1)
     assert [s.node for s in _run(v, pending, ahead).steps] == ["n2", "n1"]
     assert (ahead.with_options, ahead.changed) == (1, 0)
+
+
+def test_the_options_are_the_sets_tied_before_the_pending_room_at_most_width_of_them():
+    # n1, n2 and n5 each free room with one priority-0 victim; n5 leaves no room for the pending
+    # pod only it admits (worse on the pending room, tied before it); n3 needs two victims and
+    # n4 a priority-100 one: not tied. reprieve's own (n2: the least work lost) comes first, then
+    # the others by their cost.
+    nodes = [node("n1", cpu=4), node("n2", cpu=4), node("n3", cpu=4), node("n4", cpu=4),
+             node("n5", cpu=4, labels={"zone": "five"})]
+    pods = [
+        pod("a0", node="n1", cpu=2, start=100), pod("m1", node="n1", cpu=2, priority=500, start=100),
+        pod("b0", node="n2", cpu=2, start=500), pod("c0", node="n2", cpu=2, start=100),
+        pod("q0", node="n3", cpu=1, start=900), pod("q1", node="n3", cpu=1, start=900),
+        pod("h3", node="n3", cpu=2, priority=1000, start=100),
+        pod("d0", node="n4", cpu=2, priority=100, start=900), pod("h4", node="n4", cpu=2, priority=1000, start=100),
+        pod("e0", node="n5", cpu=2, start=100), pod("f0", node="n5", cpu=2, start=100),
+    ]
+    first = pod("first", cpu=2, priority=1000)
+    waiting = pod("small", cpu=1, node_selector={"zone": "five"})
+    v = view(nodes, [*pods, first, waiting])
+    choice = replay.reprieve_with(now=NOW)(v, first, replay.scoring.DEFAULT)
+    assert choice.node == "n2"
+
+    def options(width):
+        ahead = lookahead.Lookahead([first, waiting], horizon=1, width=width, floor=0, now=NOW, pending_weight=0)
+        return [o.node for o in ahead._options(v, first, choice)]
+
+    assert options(5) == ["n2", "n1", "n5"]
+    assert options(2) == ["n2", "n1"]
