@@ -39,6 +39,7 @@ ratio. Prints a Markdown table; writes nothing else (the temporary tree is remov
 from __future__ import annotations
 
 import argparse
+import copy
 import gc
 import json
 import os
@@ -206,6 +207,15 @@ def _managed_fields(containers: list[str], stamp: str) -> list[dict]:
     ]
 
 
+def _held(container: dict) -> dict:
+    """What a kubelet of 1.35 or later writes in a container's status: what it allocated and
+    actuated, the spec's where the pod is not being resized."""
+    given = container.get("resources") or {}
+    if not given.get("requests"):
+        return {}
+    return {"allocatedResources": dict(given["requests"]), "resources": copy.deepcopy(given)}
+
+
 def pod(i: int, rng: random.Random, *, nodes: int, apps: list[tuple[str, str]]) -> dict:
     ns, app = apps[i % len(apps)]
     hash_ = f"{abs(hash(app)) % 16**10:010x}"
@@ -280,7 +290,8 @@ def pod(i: int, rng: random.Random, *, nodes: int, apps: list[tuple[str, str]]) 
          "state": {"running": {"startedAt": stamp}},
          "volumeMounts": [{"mountPath": "/etc/app", "name": "config"},
                           {"mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "name": "kube-api-access", "readOnly": True,
-                           "recursiveReadOnly": "Disabled"}]}
+                           "recursiveReadOnly": "Disabled"}],
+         **_held(c)}
         for c in containers
     ]
     status = {"conditions": conditions, "containerStatuses": statuses, "hostIP": "10.1.0.1", "hostIPs": [{"ip": "10.1.0.1"}],
@@ -323,7 +334,7 @@ def lives(first: int, count: int, rv: int, rng: random.Random, *, nodes: int, ap
                         ("PodReadyToStartContainers", "True"), ("Initialized", "True"), ("Ready", "False"),
                         ("ContainersReady", "False"), ("PodScheduled", "True"))]
                     st["containerStatuses"] = [{"name": c["name"], "image": c["image"], "imageID": "", "ready": False, "restartCount": 0,
-                                                "started": False, "state": {"waiting": {"reason": "ContainerCreating"}}}
+                                                "started": False, "state": {"waiting": {"reason": "ContainerCreating"}}, **_held(c)}
                                                for c in obj["spec"]["containers"]]
                 elif step == "running":
                     st["phase"] = "Running"

@@ -59,16 +59,31 @@ def effective_requests(
     init_containers: Iterable[tuple[Vector, bool]] = (),
     overhead: Vector = EMPTY,
     pod_level: Vector = EMPTY,
+    in_place: Iterable[Vector] = (),
 ) -> dict[str, int]:
     """A pod's requests as upstream's ``resource.PodRequests`` computes them, plus one pod slot.
 
     ``init_containers`` are ``(requests, restartable)`` pairs in spec order. Restartable
     (sidecar) init containers keep running, so they add to the regular containers and to every
     later init container; a plain init container needs its own requests plus the sidecars
-    started before it. The pod needs the larger of the two phases, then its overhead.
-    Pod-level requests (``spec.resources``), when set, replace the container sum for the
-    resources they name.
+    started before it. The pod needs the larger of the two phases. ``in_place``: for a pod
+    being resized in place, its containers' requests as the kubelet has allocated them and as
+    it has actuated them, each already summed so: the pod needs, per resource, the largest of
+    those and the spec's (upstream's ``UseStatusResources``). Pod-level requests
+    (``spec.resources``), when set, then replace the sum for the resources they name, and the
+    overhead is added.
     """
+    total = containers_total(containers, init_containers)
+    for other in in_place:
+        total = maximum(total, other)
+    total.update(pod_level)
+    total = add(total, overhead)
+    total[PODS] = 1
+    return total
+
+
+def containers_total(containers: Iterable[Vector], init_containers: Iterable[tuple[Vector, bool]] = ()) -> dict[str, int]:
+    """What a pod's containers need together (``effective_requests``' first step)."""
     running = add(*containers)
     sidecars: dict[str, int] = {}
     init_peak: dict[str, int] = {}
@@ -80,11 +95,7 @@ def effective_requests(
         else:
             phase = add(requests, sidecars)
         init_peak = maximum(init_peak, phase)
-    total = maximum(running, init_peak)
-    total.update(pod_level)
-    total = add(total, overhead)
-    total[PODS] = 1
-    return total
+    return maximum(running, init_peak)
 
 
 def describe(vector: Vector) -> str:

@@ -49,6 +49,9 @@ class Kind:
     # Sections whose other fields seldom change (a pod's spec): digested whole (but for their
     # lifecycle fields) rather than field by field, a superset of what the model reads.
     whole: frozenset[str] = frozenset()
+    # Fields of interest digested only through what a function of the whole object keeps of
+    # them (a pod's container statuses: only where they are not the spec's), or None.
+    derived: tuple[frozenset[tuple[str, str]], Callable[[dict], Any]] | None = None
 
     @property
     def group_version(self) -> str:
@@ -108,6 +111,7 @@ KINDS = {
                 ["str", value in translate.TERMINAL_PHASES] if type(value) is str or value is None else ["raw", value]
             ),
         },
+        derived=(frozenset({("status", "containerStatuses"), ("status", "initContainerStatuses")}), lambda raw: _resizing(raw)),
     ),
     # Jobs' retry budgets (policy.jobs; docs/running.md, "Live mode"): optional, as a cluster role
     # without them must not keep reprieve from being ready. Their projection reads no template:
@@ -123,6 +127,45 @@ KINDS = {
         for version, (model, minimum) in translate.GROUP_KINDS.items()
     },
 }
+
+
+def _resizing(raw: dict) -> list:
+    """What the container statuses of pod ``raw`` can change of its record (kube.ContainerStatus,
+    translate.in_place): each status whose allocated resources or actuated requests are not its
+    container's requests in the spec, and each the model would refuse. A pod not being resized
+    has none, so that a kubelet's status updates of a running pod (its containers' state,
+    readiness, restarts) change no field of interest."""
+    status, spec = raw.get("status"), raw.get("spec")
+    if type(status) is not dict:
+        return []  # digested as it is (Decoder._fields)
+    asked: dict[Any, Any] = {}
+    if type(spec) is dict:
+        for key in ("containers", "initContainers"):
+            listed = spec.get(key)
+            for container in listed if type(listed) is list else ():
+                if type(container) is dict:
+                    given = container.get("resources")
+                    asked[container.get("name")] = given.get("requests") if type(given) is dict else None
+    read = []
+    for key in ("containerStatuses", "initContainerStatuses"):
+        statuses = status.get(key)
+        if statuses is None:
+            continue
+        if type(statuses) is not list:
+            read.append([key, "raw", statuses])
+            continue
+        for one in statuses:
+            name = one.get("name", "") if type(one) is dict else None
+            given = one.get("resources") if type(one) is dict else None
+            if type(name) is not str or (given is not None and type(given) is not dict):
+                read.append([key, "raw", one])
+                continue
+            allocated, actuated = one.get("allocatedResources"), given.get("requests") if given else None
+            want = asked.get(name)
+            if (allocated is None or allocated == want) and (actuated is None or actuated == want):
+                continue  # read as the spec's
+            read.append([key, name, allocated, actuated])
+    return read
 
 
 def key_of(kind: Kind, raw: dict) -> str:
@@ -212,9 +255,12 @@ class Decoder:
         self.kind = kind
         lifecycle = set(kind.lifecycle)
 
+        derived = kind.derived[0] if kind.derived else frozenset()
+
         def fields(section: str, names: tuple[tuple[str, bool], ...], *, life: bool):
             return tuple(
-                (f, kind.reduced.get((section, f)), null) for f, null in names if ((section, f) in lifecycle) == life
+                (f, kind.reduced.get((section, f)), null) for f, null in names
+                if ((section, f) in lifecycle) == life and (section, f) not in derived
             )
 
         for section, field_name in kind.reduced:
@@ -320,6 +366,8 @@ class Decoder:
             rest[section] = _picked(value, fields)
             if lifecycle:
                 life[section] = _picked(value, lifecycle)
+        if self.kind.derived is not None:
+            rest["(derived)"] = self.kind.derived[1](raw)  # not a section's name: a projection's are identifiers
         try:
             return _digest(rest) + (_digest(life) if self.kind.lifecycle else b"")
         except (TypeError, ValueError):  # not JSON (orjson.JSONEncodeError is a TypeError)

@@ -169,6 +169,18 @@ class PodSpec(_Object):
     terminationGracePeriodSeconds: Int64 | None = None  # translate.grace_period
 
 
+class StatusResources(_Object):
+    requests: ResourceList | None = None  # what the kubelet has actuated (a container's, or the pod's)
+
+
+class ContainerStatus(_Object):
+    """What a pod resized in place reads of a container's status (translate.in_place)."""
+
+    name: StrictStr = ""
+    allocatedResources: ResourceList | None = None
+    resources: StatusResources | None = None
+
+
 class PodStatus(_Object):
     phase: StrictStr | None = None
     # Read as plain JSON, only for kube-scheduler's DisruptionTarget mark (translate.preempted):
@@ -177,6 +189,12 @@ class PodStatus(_Object):
     qosClass: Literal["BestEffort", "Burstable", "Guaranteed"] | None = None
     nominatedNodeName: Name | None = None
     startTime: AwareDatetime | None = None
+    # A pod resized in place (translate.in_place): what the kubelet has allocated and actuated,
+    # per container and, with pod-level resources, for the pod.
+    containerStatuses: list[ContainerStatus] | None = None
+    initContainerStatuses: list[ContainerStatus] | None = None
+    allocatedResources: ResourceList | None = None
+    resources: StatusResources | None = None
 
 
 class Pod(_Object):

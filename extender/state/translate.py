@@ -140,6 +140,71 @@ def _requests_and_limits(rr: kube.ResourceRequirements | None) -> tuple[dict[str
     return {**limits, **vector(rr.requests)}, limits
 
 
+_NO_CONTAINER = object()
+
+
+def in_place(pod: kube.Pod, containers: list[dict[str, int]], inits: list[dict[str, int]]) -> tuple[dict[str, int], ...]:
+    """For a pod resized in place, its containers' requests as the kubelet has allocated them
+    and as it has actuated them (``containers`` and ``inits``: the spec's, in spec order), each
+    summed as the spec's are; () where neither differs from the spec (every pod not being
+    resized, and every pod of a kubelet before 1.33). As upstream's ``resource.PodRequests``
+    with ``UseStatusResources``: a container without a status is taken at the spec; its
+    actuated requests, where the status has none, at its allocated ones; where the pod's own
+    status has both (pod-level resources), those are the two. A resize ``Infeasible`` is read
+    like any other (upstream then ignores the spec: not modelled, docs/upstream-semantics.md)."""
+    status, spec = pod.status, pod.spec
+    if status.allocatedResources is not None and status.resources is not None and status.resources.requests is not None:
+        allocated, actuated = vector(status.allocatedResources), vector(status.resources.requests)
+        return () if allocated == actuated == _spec_total(pod, containers, inits) else (allocated, actuated)
+    statuses = (*(status.containerStatuses or ()), *(status.initContainerStatuses or ()))
+    if not statuses:
+        return ()
+    specs = (*(spec.containers or ()), *(spec.initContainers or ()))
+    wanted = {c.name: c.resources.requests if c.resources is not None else None for c in specs}
+    for s in statuses:  # every pod not being resized: each status the spec's (one pass, nothing parsed)
+        want = wanted.get(s.name, _NO_CONTAINER)
+        if want is _NO_CONTAINER:
+            continue  # of no container in the spec: not read
+        if s.allocatedResources not in (None, want) or (s.resources is not None and s.resources.requests not in (None, want)):
+            break
+    else:
+        return ()
+    by_name = {s.name: s for s in statuses}
+
+    def read(specs, asked) -> tuple[list, list]:
+        allocated, actuated = [], []
+        for container, request in zip(specs, asked):
+            s = by_name.get(container.name)
+            given = s.allocatedResources if s is not None else None
+            now = s.resources.requests if s is not None and s.resources is not None else None
+            a = request if given is None else vector(given)
+            t = a if now is None else vector(now)
+            allocated.append(a)
+            actuated.append(t)
+        return allocated, actuated
+
+    regular = read(spec.containers or (), containers)
+    initial = read(spec.initContainers or (), inits)
+    restartable = [c.restartPolicy == "Always" for c in spec.initContainers or ()]
+    return tuple(
+        resources.containers_total(regular[i], zip(initial[i], restartable)) for i in (0, 1)
+    )
+
+
+def _spec_total(pod: kube.Pod, containers: list[dict[str, int]], inits: list[dict[str, int]]) -> dict[str, int]:
+    restartable = [c.restartPolicy == "Always" for c in pod.spec.initContainers or ()]
+    return resources.containers_total(containers, zip(inits, restartable))
+
+
+def _pod_level(asked: dict[str, int], status: kube.PodStatus) -> dict[str, int]:
+    """Pod-level requests as upstream reads them while the pod is resized in place: the largest
+    of the spec's, the actuated and the allocated."""
+    for other in (status.resources.requests if status.resources else None, status.allocatedResources):
+        if other is not None:
+            asked = resources.maximum(asked, vector(other))
+    return asked
+
+
 def is_terminal(pod: kube.Pod) -> bool:
     """Succeeded and Failed pods hold no room: the scheduler's informer does not even list them."""
     return pod.status.phase in TERMINAL_PHASES
@@ -165,7 +230,8 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
         containers=(req for req, _ in containers),
         init_containers=((req, c.restartPolicy == "Always") for c, (req, _) in inits),
         overhead=vector(spec.overhead),
-        pod_level=pod_level[0] if pod_level else resources.EMPTY,
+        pod_level=_pod_level(pod_level[0], status) if pod_level and pod_level[0] else resources.EMPTY,
+        in_place=in_place(pod, [req for req, _ in containers], [req for _, (req, _) in inits]),
     )
     if status.qosClass:
         qos = QoS.from_wire(status.qosClass)

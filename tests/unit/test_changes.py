@@ -93,7 +93,21 @@ VALUES = {
     # read by nothing: their changes are UNCHANGED
     ("metadata", "resourceVersion"): (["2", "3", "4"], []),
     ("metadata", "managedFields"): ([[], [{"manager": "kubelet"}]], []),
-    ("status", "containerStatuses"): ([ABSENT, [{"name": "app", "restartCount": 1}], [{"name": "app", "restartCount": 2}]], []),
+    # read only where a resize in place makes them other than the spec (translate.in_place)
+    ("status", "containerStatuses"): (
+        [ABSENT, None, [], [{"name": "app", "restartCount": 1}], [{"name": "app", "restartCount": 2}],
+         [{"name": "app", "restartCount": 3, "allocatedResources": {"cpu": "500m", "memory": "1Gi"},
+           "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "x"}}}],
+         [{"name": "app", "allocatedResources": {"cpu": "2", "memory": "1Gi"}}],
+         [{"name": "app", "allocatedResources": {"cpu": "2"}, "resources": {"requests": {"cpu": "250m"}}}],
+         [{"name": "app", "resources": {}}], [{"name": "other", "allocatedResources": {"cpu": "3"}}], [{}]],
+        ["bad", ["odd"], [{"name": 5}], [{"name": "app", "resources": "x"}], [{"name": "app", "allocatedResources": {"cpu": "-1"}}],
+         [{"name": "app", "allocatedResources": {"cpu": "500m", "memory": "1Gi"}, "resources": {"requests": "x"}}]],
+    ),
+    ("status", "initContainerStatuses"): ([ABSENT, None, [{"name": "init", "allocatedResources": {"cpu": "4"}}]], [[5]]),
+    ("status", "allocatedResources"): ([ABSENT, None, {"cpu": "2"}, {"cpu": "500m", "memory": "1Gi"}], [{"cpu": "lots"}]),
+    ("status", "resources"): ([ABSENT, None, {"requests": {"cpu": "2"}}, {"requests": {"cpu": "500m", "memory": "1Gi"}}],
+                              ["bad", {"requests": {"cpu": "lots"}}]),
     ("status", "podIP"): ([ABSENT, "10.0.0.1"], []),
     ("spec", "hostname"): ([ABSENT, "web-1"], []),  # not read, but in the spec digested whole
 }
@@ -232,7 +246,36 @@ def test_an_event_that_changes_no_field_of_interest_is_unchanged_without_validat
                            ("field", ("metadata", "resourceVersion"), "2"), ("field", ("status", "podIP"), "10.0.0.1"),
                            ("field", ("status", "phase"), "Running"), ("field", ("status", "conditions"), [{"type": "Ready"}])])
     assert decoder.event({"type": "MODIFIED", "object": status}, classes, applied.get) == ("u-1", UNCHANGED)
+    # A kubelet of 1.35 or later writes what it allocated and actuated: the spec's, unresized.
+    started = changed(status, [("field", ("status", "containerStatuses"), [
+        {"name": "app", "restartCount": 2, "ready": True, "allocatedResources": {"cpu": "500m", "memory": "1Gi"},
+         "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}])])
+    assert decoder.event({"type": "MODIFIED", "object": started}, classes, applied.get) == ("u-1", UNCHANGED)
     assert calls == []
+
+
+def test_a_pod_resized_in_place_counts_what_the_kubelet_holds_until_it_is_actuated():
+    # Resized down from 500m to 200m: the kubelet still holds 500m until it has allocated and
+    # actuated the new size, and so does the scheduler (max of spec, allocated and actuated).
+    decoder, classes = Decoder(POD), CLASSES[1]
+    raw = base_pod()
+    raw["status"]["containerStatuses"] = [{"name": "app", "allocatedResources": {"cpu": "500m", "memory": "1Gi"},
+                                           "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]
+    applied = decoder.list([([raw], classes)])
+    assert applied["u-1"].requests["cpu"] == 500
+    asked = changed(raw, [("field", ("spec", "containers"), [
+        {"name": "app", "image": "web:1", "resources": {"requests": {"cpu": "200m", "memory": "1Gi"}}}])])
+    key, record = decoder.event({"type": "MODIFIED", "object": asked}, classes, applied.get)
+    assert record is UNCHANGED  # the spec's new size changes nothing read while 500m is held
+    allocated = copy.deepcopy(asked)
+    allocated["status"]["containerStatuses"][0]["allocatedResources"]["cpu"] = "200m"
+    key, record = decoder.event({"type": "MODIFIED", "object": allocated}, classes, applied.get)
+    assert record is UNCHANGED  # allocated, not yet actuated: still 500m
+    actuated = copy.deepcopy(allocated)
+    actuated["status"]["containerStatuses"][0]["resources"]["requests"]["cpu"] = "200m"
+    key, record = decoder.event({"type": "MODIFIED", "object": actuated}, classes, applied.get)
+    assert record.requests["cpu"] == 200
+    assert record == record_of(POD, actuated, classes)
 
 
 @pytest.mark.parametrize("before, after, checkpoint", [

@@ -1,0 +1,82 @@
+"""A pod resized in place (InPlacePodVerticalScaling, GA since 1.35) counts as the scheduler
+counts it: per resource, the largest of what its spec asks, what the kubelet has allocated and
+what it has actuated, each summed over the containers as the spec is (component-helpers'
+resource.PodRequests with UseStatusResources, as kube-scheduler v1.37.2 calls it)."""
+
+from __future__ import annotations
+
+from extender.state import kube, translate
+
+
+def container(name: str, cpu: str, *, restart: str | None = None) -> dict:
+    c = {"name": name, "resources": {"requests": {"cpu": cpu}}}
+    if restart:
+        c["restartPolicy"] = restart
+    return c
+
+
+def status(name: str, allocated: str | None = None, actuated: str | None = None) -> dict:
+    s = {"name": name, "restartCount": 0, "ready": True}
+    if allocated is not None:
+        s["allocatedResources"] = {"cpu": allocated}
+    if actuated is not None:
+        s["resources"] = {"requests": {"cpu": actuated}, "limits": {"cpu": "8"}}
+    return s
+
+
+def cpu(containers: list[dict], statuses: list[dict], *, inits=(), init_statuses=(), spec_extra=None, status_extra=None) -> int:
+    raw = {
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+        "spec": {"nodeName": "n1", "containers": containers, "initContainers": list(inits), **(spec_extra or {})},
+        "status": {"phase": "Running", "containerStatuses": statuses, "initContainerStatuses": list(init_statuses),
+                   **(status_extra or {})},
+    }
+    return translate.pod_record(kube.Pod.model_validate(raw), {}).requests["cpu"]
+
+
+def test_a_pod_not_being_resized_counts_its_spec():
+    assert cpu([container("a", "1")], [status("a", "1", "1")]) == 1000
+    assert cpu([container("a", "1")], [status("a")]) == 1000  # a kubelet before 1.33 writes neither
+
+
+def test_a_resize_down_counts_what_is_held_until_actuated():
+    assert cpu([container("a", "1")], [status("a", "2", "2")]) == 2000  # neither allocated nor actuated yet
+    assert cpu([container("a", "1")], [status("a", "1", "2")]) == 2000  # allocated, not actuated
+    assert cpu([container("a", "1")], [status("a", "1", "1")]) == 1000  # done
+
+
+def test_a_resize_up_counts_the_spec_from_the_start():
+    assert cpu([container("a", "2")], [status("a", "1", "1")]) == 2000
+    assert cpu([container("a", "2")], [status("a", "2", "1")]) == 2000
+
+
+def test_actuated_requests_missing_are_the_allocated_ones():
+    assert cpu([container("a", "1")], [status("a", "3")]) == 3000
+
+
+def test_each_source_is_summed_over_the_containers_before_the_largest_is_taken():
+    # The spec sums to 3 and so does what is allocated: 3, not the 4 a largest per container gives.
+    assert cpu([container("a", "2"), container("b", "1")], [status("a", "1"), status("b", "2")]) == 3000
+
+
+def test_init_containers_statuses_count_as_their_spec_does():
+    # A plain init container allocated 4 needs 4 alone while it runs: more than the running 1.
+    assert cpu([container("a", "1")], [status("a", "1", "1")], inits=[container("i", "1")],
+               init_statuses=[status("i", "4", "4")]) == 4000
+    # A sidecar allocated 2 runs beside the container: 1 + 2.
+    assert cpu([container("a", "1")], [status("a", "1", "1")], inits=[container("s", "1", restart="Always")],
+               init_statuses=[status("s", "2", "2")]) == 3000
+
+
+def test_a_status_of_no_container_in_the_spec_is_not_read():
+    assert cpu([container("a", "1")], [status("a", "1", "1"), status("gone", "9", "9")]) == 1000
+
+
+def test_pod_level_resources_count_the_pods_own_status():
+    # spec.resources asks 2 for the pod; the kubelet holds 3 for it until the resize down is done.
+    held = {"allocatedResources": {"cpu": "3"}, "resources": {"requests": {"cpu": "3"}}}
+    assert cpu([container("a", "1")], [status("a", "1", "1")], spec_extra={"resources": {"requests": {"cpu": "2"}}},
+               status_extra=held) == 3000
+    done = {"allocatedResources": {"cpu": "2"}, "resources": {"requests": {"cpu": "2"}}}
+    assert cpu([container("a", "1")], [status("a", "1", "1")], spec_extra={"resources": {"requests": {"cpu": "2"}}},
+               status_extra=done) == 2000
