@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 
 import pytest
 
@@ -79,3 +80,29 @@ def test_best_effort_pods_are_never_evicted_for_cpu(scenario):
     assert scenario.running("preemptor") == n1
     assert scenario.get("burstable") is None
     assert not scenario.terminating("best-effort")
+
+
+@pytest.mark.parametrize("scheduler", [pytest.param(REPRIEVE, id="reprieve"), pytest.param(STOCK, id="stock")])
+def test_a_pod_resized_down_holds_its_old_size_until_the_kubelet_has_actuated_it(scenario, scheduler):
+    # The Guaranteed "resized" asks 1 cpu, but its kubelet still holds the 3 it had (allocated
+    # and actuated): the scheduler counts 3 (InPlacePodVerticalScaling), so the 4-cpu node is
+    # full beside the older Burstable "low". The preemptor needs 2: only "resized" going makes
+    # room, one victim. A reprieve reading the spec alone saw 2 cpu free and the scheduler's
+    # victim freeing 1, and named the Burstable "low" instead (QoS): the room did not come, and
+    # the preemptor took "resized" too.
+    n1 = scenario.node("n1", cpu="4")
+    scenario.pod("low", cpu="1", priority=1, node=n1)
+    scenario.running("low")
+    time.sleep(1.1)  # startTime has one-second resolution: "low" is the older, re-added first
+    scenario.pod("resized", cpu="1", qos="guaranteed", priority=1, node=n1)
+    scenario.running("resized")
+    main = scenario.get("resized")["status"]["containerStatuses"][0]
+    held = {"cpu": "3", "memory": "100Mi"}
+    scenario.saw("pods", scenario.kube.patch_status("Pod", "resized", scenario.ns, {"containerStatuses": [
+        {**main, "allocatedResources": held, "resources": {"requests": held, "limits": held}}]}))
+    assert scenario.get("resized")["status"]["containerStatuses"][0]["allocatedResources"]["cpu"] == "3"
+    scenario.synced()
+    scenario.pod("preemptor", cpu="2", priority=10, scheduler=scheduler)
+    assert scenario.running("preemptor") == n1
+    assert scenario.get("resized") is None
+    assert not scenario.terminating("low")
