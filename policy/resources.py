@@ -60,6 +60,7 @@ def effective_requests(
     overhead: Vector = EMPTY,
     pod_level: Vector = EMPTY,
     in_place: Iterable[Vector] = (),
+    spec_too: bool = True,
 ) -> dict[str, int]:
     """A pod's requests as upstream's ``resource.PodRequests`` computes them, plus one pod slot.
 
@@ -69,11 +70,11 @@ def effective_requests(
     started before it. The pod needs the larger of the two phases. ``in_place``: for a pod
     being resized in place, its containers' requests as the kubelet has allocated them and as
     it has actuated them, each already summed so: the pod needs, per resource, the largest of
-    those and the spec's (upstream's ``UseStatusResources``). Pod-level requests
-    (``spec.resources``), when set, then replace the sum for the resources they name, and the
-    overhead is added.
+    those and the spec's (upstream's ``UseStatusResources``), or of those alone where the
+    resize is infeasible (not ``spec_too``). Pod-level requests (``spec.resources``), when set,
+    then replace the sum for the resources they name, and the overhead is added.
     """
-    total = containers_total(containers, init_containers)
+    total = containers_total(containers, init_containers) if spec_too else {}
     for other in in_place:
         total = maximum(total, other)
     total.update(pod_level)

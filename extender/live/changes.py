@@ -132,7 +132,8 @@ KINDS = {
 def _resizing(raw: dict) -> list:
     """What the container statuses of pod ``raw`` can change of its record (kube.ContainerStatus,
     translate.in_place): each status whose allocated resources or actuated requests are not its
-    container's requests in the spec, and each the model would refuse. A pod not being resized
+    container's requests in the spec, each the model would refuse, and whether its resize is
+    infeasible. A pod not being resized
     has none, so that a kubelet's status updates of a running pod (its containers' state,
     readiness, restarts) change no field of interest."""
     status, spec = raw.get("status"), raw.get("spec")
@@ -165,6 +166,8 @@ def _resizing(raw: dict) -> list:
             if (allocated is None or allocated == want) and (actuated is None or actuated == want):
                 continue  # read as the spec's
             read.append([key, name, allocated, actuated])
+    if translate.resize_infeasible(status.get("conditions")):
+        read.append(["infeasible"])  # the spec is then left out (a lifecycle field, read so in full here)
     return read
 
 

@@ -143,33 +143,33 @@ def _requests_and_limits(rr: kube.ResourceRequirements | None) -> tuple[dict[str
 _NO_CONTAINER = object()
 
 
-def in_place(pod: kube.Pod, containers: list[dict[str, int]], inits: list[dict[str, int]]) -> tuple[dict[str, int], ...]:
+def in_place(
+    pod: kube.Pod, containers: list[dict[str, int]], inits: list[dict[str, int]], infeasible: bool = False
+) -> tuple[dict[str, int], ...]:
     """For a pod resized in place, its containers' requests as the kubelet has allocated them
     and as it has actuated them (``containers`` and ``inits``: the spec's, in spec order), each
     summed as the spec's are; () where neither differs from the spec (every pod not being
-    resized, and every pod of a kubelet before 1.33). As upstream's ``resource.PodRequests``
-    with ``UseStatusResources``: a container without a status is taken at the spec; its
-    actuated requests, where the status has none, at its allocated ones; where the pod's own
-    status has both (pod-level resources), those are the two. A resize ``Infeasible`` is read
-    like any other (upstream then ignores the spec: not modelled, docs/upstream-semantics.md)."""
+    resized, and every pod of a kubelet before 1.33) and its resize is not ``infeasible``. As
+    upstream's ``resource.PodRequests`` with ``UseStatusResources``: a container without a
+    status is taken at the spec (at nothing while the resize is infeasible, when upstream
+    leaves the spec out); its actuated requests, where the status has none, at its allocated
+    ones; where the pod's own status has both (pod-level resources), those are the two."""
     status, spec = pod.status, pod.spec
     if status.allocatedResources is not None and status.resources is not None and status.resources.requests is not None:
         allocated, actuated = vector(status.allocatedResources), vector(status.resources.requests)
-        return () if allocated == actuated == _spec_total(pod, containers, inits) else (allocated, actuated)
+        if not infeasible and allocated == actuated == _spec_total(pod, containers, inits):
+            return ()
+        return allocated, actuated
     statuses = (*(status.containerStatuses or ()), *(status.initContainerStatuses or ()))
-    if not statuses:
+    if not statuses and not infeasible:
         return ()
-    specs = (*(spec.containers or ()), *(spec.initContainers or ()))
-    wanted = {c.name: c.resources.requests if c.resources is not None else None for c in specs}
-    for s in statuses:  # every pod not being resized: each status the spec's (one pass, nothing parsed)
-        want = wanted.get(s.name, _NO_CONTAINER)
-        if want is _NO_CONTAINER:
-            continue  # of no container in the spec: not read
-        if s.allocatedResources not in (None, want) or (s.resources is not None and s.resources.requests not in (None, want)):
-            break
-    else:
-        return ()
+    if not infeasible:
+        specs = (*(spec.containers or ()), *(spec.initContainers or ()))
+        wanted = {c.name: c.resources.requests if c.resources is not None else None for c in specs}
+        if all(_as_asked(s, wanted) for s in statuses):
+            return ()  # every pod not being resized: one pass, nothing parsed
     by_name = {s.name: s for s in statuses}
+    unknown = {} if infeasible else None  # a container without a status: at nothing, or at the spec
 
     def read(specs, asked) -> tuple[list, list]:
         allocated, actuated = [], []
@@ -177,7 +177,7 @@ def in_place(pod: kube.Pod, containers: list[dict[str, int]], inits: list[dict[s
             s = by_name.get(container.name)
             given = s.allocatedResources if s is not None else None
             now = s.resources.requests if s is not None and s.resources is not None else None
-            a = request if given is None else vector(given)
+            a = (request if unknown is None else unknown) if given is None else vector(given)
             t = a if now is None else vector(now)
             allocated.append(a)
             actuated.append(t)
@@ -191,18 +191,38 @@ def in_place(pod: kube.Pod, containers: list[dict[str, int]], inits: list[dict[s
     )
 
 
+def _as_asked(status: kube.ContainerStatus, wanted: Mapping[str, Any]) -> bool:
+    """Whether the container status holds what the spec asks (or names no container of it)."""
+    want = wanted.get(status.name, _NO_CONTAINER)
+    if want is _NO_CONTAINER:
+        return True  # not read
+    now = status.resources.requests if status.resources is not None else None
+    return status.allocatedResources in (None, want) and now in (None, want)
+
+
 def _spec_total(pod: kube.Pod, containers: list[dict[str, int]], inits: list[dict[str, int]]) -> dict[str, int]:
     restartable = [c.restartPolicy == "Always" for c in pod.spec.initContainers or ()]
     return resources.containers_total(containers, zip(inits, restartable))
 
 
-def _pod_level(asked: dict[str, int], status: kube.PodStatus) -> dict[str, int]:
+def _pod_level(asked: dict[str, int], status: kube.PodStatus, infeasible: bool) -> dict[str, int]:
     """Pod-level requests as upstream reads them while the pod is resized in place: the largest
-    of the spec's, the actuated and the allocated."""
+    of the spec's (left out while the resize is infeasible), the actuated and the allocated."""
+    if infeasible:
+        asked = {}
     for other in (status.resources.requests if status.resources else None, status.allocatedResources):
         if other is not None:
             asked = resources.maximum(asked, vector(other))
     return asked
+
+
+def resize_infeasible(conditions: Any) -> bool:
+    """Whether the pod's resize is Infeasible (its first PodResizePending condition says so),
+    read as upstream's ``IsPodResizeInfeasible`` reads it; ``conditions`` as the API sends them."""
+    for condition in conditions if type(conditions) is list else ():
+        if isinstance(condition, dict) and condition.get("type") == "PodResizePending":
+            return condition.get("reason") == "Infeasible"
+    return False
 
 
 def is_terminal(pod: kube.Pod) -> bool:
@@ -226,12 +246,14 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
     containers = [_requests_and_limits(c.resources) for c in spec.containers or ()]
     inits = [(c, _requests_and_limits(c.resources)) for c in spec.initContainers or ()]
     pod_level = _requests_and_limits(spec.resources) if spec.resources else None
+    infeasible = resize_infeasible(status.conditions)
     requests = resources.effective_requests(
         containers=(req for req, _ in containers),
         init_containers=((req, c.restartPolicy == "Always") for c, (req, _) in inits),
         overhead=vector(spec.overhead),
-        pod_level=_pod_level(pod_level[0], status) if pod_level and pod_level[0] else resources.EMPTY,
-        in_place=in_place(pod, [req for req, _ in containers], [req for _, (req, _) in inits]),
+        pod_level=_pod_level(pod_level[0], status, infeasible) if pod_level and pod_level[0] else resources.EMPTY,
+        in_place=in_place(pod, [req for req, _ in containers], [req for _, (req, _) in inits], infeasible),
+        spec_too=not infeasible,
     )
     if status.qosClass:
         qos = QoS.from_wire(status.qosClass)

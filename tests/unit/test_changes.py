@@ -63,7 +63,9 @@ VALUES = {
     ("status", "conditions"): (
         [ABSENT, None, [], [{"type": "Ready", "status": "True"}], [{"type": "Ready", "status": "False"}],
          [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}, {"type": "Ready", "status": "True"}],
-         [{"type": "DisruptionTarget", "status": "False", "reason": "PreemptionByScheduler"}], ["odd"]],
+         [{"type": "DisruptionTarget", "status": "False", "reason": "PreemptionByScheduler"}], ["odd"],
+         [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}],
+         [{"type": "PodResizePending", "status": "True", "reason": "Deferred"}, {"type": "Ready", "status": "True"}]],
         ["bad", {"type": "Ready"}, True],
     ),
     ("status", "phase"): ([ABSENT, None, "Pending", "Running", "Unknown", "Succeeded", "Failed"], [3, ["str", False]]),
@@ -276,6 +278,22 @@ def test_a_pod_resized_in_place_counts_what_the_kubelet_holds_until_it_is_actuat
     key, record = decoder.event({"type": "MODIFIED", "object": actuated}, classes, applied.get)
     assert record.requests["cpu"] == 200
     assert record == record_of(POD, actuated, classes)
+
+
+def test_a_resize_found_infeasible_is_read_though_only_a_condition_changed():
+    # Asked up from 500m to 2: the kubelet finds it can never fit (PodResizePending Infeasible),
+    # and the scheduler counts what it holds. Conditions are a lifecycle field, revised without
+    # decoding the pod; this one changes the requests, so it must not be revised alone.
+    decoder, classes = Decoder(POD), CLASSES[1]
+    raw = changed(base_pod(), [("field", ("spec", "containers"), [
+        {"name": "app", "image": "web:1", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}}])])
+    raw["status"]["containerStatuses"] = [{"name": "app", "allocatedResources": {"cpu": "500m", "memory": "1Gi"}}]
+    applied = decoder.list([([raw], classes)])
+    assert applied["u-1"].requests["cpu"] == 2000
+    infeasible = changed(raw, [("field", ("status", "conditions"), [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}])])
+    key, record = decoder.event({"type": "MODIFIED", "object": infeasible}, classes, applied.get)
+    assert record.requests["cpu"] == 500
+    assert record == record_of(POD, infeasible, classes)
 
 
 @pytest.mark.parametrize("before, after, checkpoint", [

@@ -80,3 +80,24 @@ def test_pod_level_resources_count_the_pods_own_status():
     done = {"allocatedResources": {"cpu": "2"}, "resources": {"requests": {"cpu": "2"}}}
     assert cpu([container("a", "1")], [status("a", "1", "1")], spec_extra={"resources": {"requests": {"cpu": "2"}}},
                status_extra=done) == 2000
+
+
+INFEASIBLE = {"conditions": [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}]}
+DEFERRED = {"conditions": [{"type": "PodResizePending", "status": "True", "reason": "Deferred"}]}
+
+
+def test_an_infeasible_resize_leaves_the_spec_out():
+    # Asked up to 4 on a node that can never hold it: upstream counts what the kubelet holds.
+    assert cpu([container("a", "4")], [status("a", "1", "1")], status_extra=INFEASIBLE) == 1000
+    assert cpu([container("a", "4")], [status("a", "1", "1")], status_extra=DEFERRED) == 4000  # may yet come
+    assert cpu([container("a", "4")], [status("a", "1", "1")]) == 4000
+    # A container without a status counts nothing while the resize is infeasible.
+    assert cpu([container("a", "4"), container("b", "2")], [status("a", "1", "1")], status_extra=INFEASIBLE) == 1000
+
+
+def test_an_infeasible_pod_level_resize_leaves_the_spec_out():
+    held = {"allocatedResources": {"cpu": "1"}, "resources": {"requests": {"cpu": "1"}}}
+    assert cpu([container("a", "1")], [status("a", "1", "1")], spec_extra={"resources": {"requests": {"cpu": "6"}}},
+               status_extra={**held, **INFEASIBLE}) == 1000
+    assert cpu([container("a", "1")], [status("a", "1", "1")], spec_extra={"resources": {"requests": {"cpu": "6"}}},
+               status_extra=held) == 6000
