@@ -213,7 +213,9 @@ def _pod_level(asked: dict[str, int], status: kube.PodStatus, infeasible: bool) 
     for other in (status.resources.requests if status.resources else None, status.allocatedResources):
         if other is not None:
             asked = resources.maximum(asked, vector(other))
-    return asked
+    # Only these stand for the containers' (upstream's IsSupportedPodLevelResource): the pod's
+    # own status may name others (a kubelet adds its DRA allocations there).
+    return {r: v for r, v in asked.items() if r in ("cpu", "memory") or r.startswith("hugepages-")}
 
 
 def resize_infeasible(conditions: Any) -> bool:

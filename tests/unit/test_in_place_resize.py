@@ -101,3 +101,16 @@ def test_an_infeasible_pod_level_resize_leaves_the_spec_out():
                status_extra={**held, **INFEASIBLE}) == 1000
     assert cpu([container("a", "1")], [status("a", "1", "1")], spec_extra={"resources": {"requests": {"cpu": "6"}}},
                status_extra=held) == 6000
+
+
+def test_only_cpu_memory_and_hugepages_of_the_pods_own_status_stand_for_the_containers():
+    raw = {
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
+        "spec": {"nodeName": "n1", "resources": {"requests": {"cpu": "2"}},
+                 "containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "example.com/gpu": "1"}}}]},
+        "status": {"phase": "Running", "allocatedResources": {"cpu": "3", "example.com/gpu": "4"},
+                   "resources": {"requests": {"cpu": "3", "example.com/gpu": "4"}}},
+    }
+    requests = translate.pod_record(kube.Pod.model_validate(raw), {}).requests
+    assert requests["cpu"] == 3000
+    assert requests["example.com/gpu"] == 4  # the pod-level status aggregate, as upstream's max takes it
