@@ -131,25 +131,39 @@ KINDS = {
 
 def _resizing(raw: dict) -> list:
     """What the container statuses of pod ``raw`` can change of its record (kube.ContainerStatus,
-    translate.in_place): each status whose allocated resources or actuated requests are not its
-    container's requests in the spec, each the model would refuse, and whether its resize is
-    infeasible. A pod not being resized
-    has none, so that a kubelet's status updates of a running pod (its containers' state,
-    readiness, restarts) change no field of interest."""
+    translate.in_place): whether its resize is infeasible, and each status but those read as if
+    absent: a status whose allocated resources and actuated requests are its container's
+    requests in the spec, or absent, of a name no other status and no other container has, while
+    the resize is not infeasible. A pod not being resized has none, so that a kubelet's status
+    updates of a running pod (its containers' state, readiness, restarts) change no field of
+    interest."""
     status, spec = raw.get("status"), raw.get("spec")
     if type(status) is not dict:
         return []  # digested as it is (Decoder._fields)
+    infeasible = translate.resize_infeasible(status.get("conditions"))
     asked: dict[Any, Any] = {}
+    doubled: set[Any] = set()  # names of two containers, or of two statuses: never read as absent
     if type(spec) is dict:
         for key in ("containers", "initContainers"):
             listed = spec.get(key)
             for container in listed if type(listed) is list else ():
-                if type(container) is dict:
+                name = container.get("name", "") if type(container) is dict else None
+                if type(name) is str:  # else the pod is refused (the spec is digested whole)
                     given = container.get("resources")
-                    asked[container.get("name")] = given.get("requests") if type(given) is dict else None
-    read = []
-    for key in ("containerStatuses", "initContainerStatuses"):
-        statuses = status.get(key)
+                    if name in asked:
+                        doubled.add(name)
+                    asked[name] = given.get("requests") if type(given) is dict else None
+    lists = [(key, status.get(key)) for key in ("containerStatuses", "initContainerStatuses")]
+    named: set[Any] = set()
+    for _, statuses in lists:
+        for one in statuses if type(statuses) is list else ():
+            name = one.get("name", "") if type(one) is dict else None
+            if type(name) is str:  # else kept whole, below
+                if name in named:
+                    doubled.add(name)
+                named.add(name)
+    read: list = [["infeasible"]] if infeasible else []
+    for key, statuses in lists:
         if statuses is None:
             continue
         if type(statuses) is not list:
@@ -163,11 +177,9 @@ def _resizing(raw: dict) -> list:
                 continue
             allocated, actuated = one.get("allocatedResources"), given.get("requests") if given else None
             want = asked.get(name)
-            if (allocated is None or allocated == want) and (actuated is None or actuated == want):
-                continue  # read as the spec's
+            if not infeasible and name not in doubled and allocated in (None, want) and actuated in (None, want):
+                continue  # read as if absent: at the spec
             read.append([key, name, allocated, actuated])
-    if translate.resize_infeasible(status.get("conditions")):
-        read.append(["infeasible"])  # the spec is then left out (a lifecycle field, read so in full here)
     return read
 
 

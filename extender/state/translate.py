@@ -163,13 +163,14 @@ def in_place(
     statuses = (*(status.containerStatuses or ()), *(status.initContainerStatuses or ()))
     if not statuses and not infeasible:
         return ()
+    specs = (*(spec.containers or ()), *(spec.initContainers or ()))
     if not infeasible:
-        specs = (*(spec.containers or ()), *(spec.initContainers or ()))
         wanted = {c.name: c.resources.requests if c.resources is not None else None for c in specs}
-        if all(_as_asked(s, wanted) for s in statuses):
+        if len(wanted) == len(specs) and all(_as_asked(s, wanted) for s in statuses):
             return ()  # every pod not being resized: one pass, nothing parsed
-    by_name = {s.name: s for s in statuses}
-    unknown = {} if infeasible else None  # a container without a status: at nothing, or at the spec
+    by_name: dict[str, kube.ContainerStatus] = {}
+    for s in statuses:
+        by_name.setdefault(s.name, s)  # the first of a name, as upstream's findContainerStatus
 
     def read(specs, asked) -> tuple[list, list]:
         allocated, actuated = [], []
@@ -177,8 +178,13 @@ def in_place(
             s = by_name.get(container.name)
             given = s.allocatedResources if s is not None else None
             now = s.resources.requests if s is not None and s.resources is not None else None
-            a = (request if unknown is None else unknown) if given is None else vector(given)
-            t = a if now is None else vector(now)
+            if infeasible:  # the spec left out: a container without a status at nothing
+                a = {} if given is None else vector(given)
+                t = a if now is None else vector(now)
+            else:  # the spec's where the status holds it (``request``: with requests defaulted from limits)
+                wanted = container.resources.requests if container.resources is not None else None
+                a = request if given is None or given == wanted else vector(given)
+                t = a if now is None else request if now == wanted else vector(now)
             allocated.append(a)
             actuated.append(t)
         return allocated, actuated
@@ -210,7 +216,9 @@ def _pod_level(asked: dict[str, int], status: kube.PodStatus, infeasible: bool) 
     of the spec's (left out while the resize is infeasible), the actuated and the allocated."""
     if infeasible:
         asked = {}
-    for other in (status.resources.requests if status.resources else None, status.allocatedResources):
+    if status.resources is None:
+        return asked  # upstream reads the pod's own status only where it has resources
+    for other in (status.resources.requests, status.allocatedResources):
         if other is not None:
             asked = resources.maximum(asked, vector(other))
     # Only these stand for the containers' (upstream's IsSupportedPodLevelResource): the pod's

@@ -86,9 +86,15 @@ VALUES = {
         [[{"name": "app", "image": "web:1", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}],
          [{"name": "app", "image": "web:2", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}],
          [{"name": "app", "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "1"}}}],
-         [{"name": "app", "ports": [{"containerPort": 80, "hostPort": 8080}]}]],
+         [{"name": "app", "ports": [{"containerPort": 80, "hostPort": 8080}]}],
+         # limits beyond the requests (translate fills the requests in), and a name twice
+         [{"name": "app", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"ephemeral-storage": "1Gi"}}}],
+         [{"name": "app", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}},
+          {"name": "app", "resources": {"requests": {"cpu": "2"}}}]],
         [[{"name": "app", "resources": {"requests": {"cpu": "-1"}}}]],
     ),
+    ("spec", "initContainers"): ([ABSENT, [{"name": "init", "resources": {"requests": {"cpu": "1"}}}],
+                                  [{"name": "init", "restartPolicy": "Always", "resources": {"requests": {"cpu": "500m"}}}]], []),
     ("spec", "tolerations"): ([ABSENT, [], [{"key": "k", "operator": "Exists"}], [5]], []),
     ("spec", "schedulingGates"): ([ABSENT, [], [{"name": "wait"}]], []),
     ("spec", "terminationGracePeriodSeconds"): ([ABSENT, None, 0, 30, 60, -1], ["30", 2**64]),
@@ -102,11 +108,16 @@ VALUES = {
            "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "x"}}}],
          [{"name": "app", "allocatedResources": {"cpu": "2", "memory": "1Gi"}}],
          [{"name": "app", "allocatedResources": {"cpu": "2"}, "resources": {"requests": {"cpu": "250m"}}}],
-         [{"name": "app", "resources": {}}], [{"name": "other", "allocatedResources": {"cpu": "3"}}], [{}]],
+         [{"name": "app", "resources": {}}], [{"name": "other", "allocatedResources": {"cpu": "3"}}], [{}],
+         [{"name": "app", "allocatedResources": {"cpu": "2"}}, {"name": "app", "allocatedResources": {"cpu": "500m", "memory": "1Gi"}}],
+         [{"name": "app", "allocatedResources": {"cpu": "500m", "memory": "1Gi"}}, {"name": "app", "allocatedResources": {"cpu": "2"}}],
+         [{"name": "init", "allocatedResources": {"cpu": "1"}}, {"name": "app"}]],
         ["bad", ["odd"], [{"name": 5}], [{"name": "app", "resources": "x"}], [{"name": "app", "allocatedResources": {"cpu": "-1"}}],
          [{"name": "app", "allocatedResources": {"cpu": "500m", "memory": "1Gi"}, "resources": {"requests": "x"}}]],
     ),
-    ("status", "initContainerStatuses"): ([ABSENT, None, [{"name": "init", "allocatedResources": {"cpu": "4"}}]], [[5]]),
+    ("status", "initContainerStatuses"): ([ABSENT, None, [{"name": "init", "allocatedResources": {"cpu": "4"}}],
+                                           [{"name": "init", "allocatedResources": {"cpu": "1"}}], [{"name": "app"}],
+                                           [{"name": "app", "allocatedResources": {"cpu": "3"}}]], [[5]]),
     ("status", "allocatedResources"): ([ABSENT, None, {"cpu": "2"}, {"cpu": "500m", "memory": "1Gi"}], [{"cpu": "lots"}]),
     ("status", "resources"): ([ABSENT, None, {"requests": {"cpu": "2"}}, {"requests": {"cpu": "500m", "memory": "1Gi"}}],
                               ["bad", {"requests": {"cpu": "lots"}}]),
@@ -195,6 +206,18 @@ def modified(*changes) -> tuple:
 @example(events=[modified((("status", "conditions"), [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]))])
 # Finished: the record goes, though nothing else changed.
 @example(events=[modified((("spec", "nodeName"), "n1")), modified((("status", "phase"), "Succeeded"))])
+# Two statuses of one container, swapped: the first is read (found in review).
+@example(events=[
+    modified((("status", "containerStatuses"), [{"name": "app", "allocatedResources": {"cpu": "2"}},
+                                                {"name": "app", "allocatedResources": {"cpu": "500m", "memory": "1Gi"}}])),
+    modified((("status", "containerStatuses"), [{"name": "app", "allocatedResources": {"cpu": "500m", "memory": "1Gi"}},
+                                                {"name": "app", "allocatedResources": {"cpu": "2"}}])),
+])
+# A status that holds the spec's shadows a later one of its name (found in review).
+@example(events=[
+    modified((("status", "initContainerStatuses"), [{"name": "app", "allocatedResources": {"cpu": "3"}}])),
+    modified((("status", "containerStatuses"), [{"name": "app"}])),
+])
 def test_the_decoder_leaves_the_record_decoding_whole_gives(events):
     with Refusals() as refusals:
         replay(events, refusals)

@@ -114,3 +114,27 @@ def test_only_cpu_memory_and_hugepages_of_the_pods_own_status_stand_for_the_cont
     requests = translate.pod_record(kube.Pod.model_validate(raw), {}).requests
     assert requests["cpu"] == 3000
     assert requests["example.com/gpu"] == 4  # the pod-level status aggregate, as upstream's max takes it
+
+
+def test_the_pods_own_status_stands_for_its_containers_where_it_has_both():
+    # A kubelet of 1.36 or later writes them for every pod (InPlacePodLevelResourcesVerticalScaling).
+    both = {"allocatedResources": {"cpu": "3"}, "resources": {"requests": {"cpu": "3"}}}
+    assert cpu([container("a", "1")], [status("a")], status_extra=both) == 3000
+    assert cpu([container("a", "1")], [status("a", "5", "5")], status_extra=both) == 3000  # the pod's, not the containers'
+    # Allocated without actuated: upstream reads the containers' statuses instead.
+    assert cpu([container("a", "1")], [status("a")], status_extra={"allocatedResources": {"cpu": "3"}}) == 1000
+
+
+def test_a_container_without_a_status_counts_at_its_spec():
+    assert cpu([container("a", "1"), container("b", "1")], [status("a", "3")]) == 4000
+
+
+def test_the_first_status_of_a_name_is_read():
+    # As upstream's findContainerStatus: containerStatuses before initContainerStatuses.
+    assert cpu([container("a", "1")], [status("a", "2")], init_statuses=[status("a")]) == 2000
+    assert cpu([container("a", "1")], [status("a"), status("a", "2")]) == 1000
+
+
+def test_two_containers_of_one_name_each_read_its_status():
+    # Refused by the API server, possible in a hand-written dump: each reads the status of its name.
+    assert cpu([container("a", "1"), container("a", "2")], [status("a", "2")]) == 4000
