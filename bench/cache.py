@@ -207,6 +207,21 @@ def _managed_fields(containers: list[str], stamp: str) -> list[dict]:
     ]
 
 
+def _pod_held(containers: list[dict]) -> dict:
+    """What a kubelet of 1.36 or later writes in every pod's status: what it allocated and
+    actuated for the pod, its containers' requests together."""
+    from policy.quantity import to_units
+
+    total: dict[str, int] = {}
+    for c in containers:
+        for name, q in ((c.get("resources") or {}).get("requests") or {}).items():
+            total[name] = total.get(name, 0) + to_units(name, q)
+    if not total:
+        return {}
+    held = {name: f"{v}m" if name == "cpu" else str(v) for name, v in total.items()}
+    return {"allocatedResources": held, "resources": {"requests": dict(held)}}
+
+
 def _held(container: dict) -> dict:
     """What a kubelet of 1.35 or later writes in a container's status: what it allocated and
     actuated, the spec's where the pod is not being resized."""
@@ -295,7 +310,8 @@ def pod(i: int, rng: random.Random, *, nodes: int, apps: list[tuple[str, str]]) 
         for c in containers
     ]
     status = {"conditions": conditions, "containerStatuses": statuses, "hostIP": "10.1.0.1", "hostIPs": [{"ip": "10.1.0.1"}],
-              "phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}], "qosClass": qos, "startTime": stamp}
+              "phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}], "qosClass": qos, "startTime": stamp,
+              **_pod_held(containers)}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
@@ -336,6 +352,7 @@ def lives(first: int, count: int, rv: int, rng: random.Random, *, nodes: int, ap
                     st["containerStatuses"] = [{"name": c["name"], "image": c["image"], "imageID": "", "ready": False, "restartCount": 0,
                                                 "started": False, "state": {"waiting": {"reason": "ContainerCreating"}}, **_held(c)}
                                                for c in obj["spec"]["containers"]]
+                    st.update(_pod_held(obj["spec"]["containers"]))
                 elif step == "running":
                     st["phase"] = "Running"
                     for c in st["conditions"]:

@@ -148,18 +148,19 @@ def in_place(
 ) -> tuple[dict[str, int], ...]:
     """For a pod resized in place, its containers' requests as the kubelet has allocated them
     and as it has actuated them (``containers`` and ``inits``: the spec's, in spec order), each
-    summed as the spec's are; () where neither differs from the spec (every pod not being
-    resized, and every pod of a kubelet before 1.33) and its resize is not ``infeasible``. As
+    summed as the spec's are (one where they are equal); () where the containers' statuses hold
+    the spec's (every pod not being resized on a kubelet before 1.36, which writes no
+    pod-level status) and its resize is not ``infeasible``. As
     upstream's ``resource.PodRequests`` with ``UseStatusResources``: a container without a
     status is taken at the spec (at nothing while the resize is infeasible, when upstream
     leaves the spec out); its actuated requests, where the status has none, at its allocated
-    ones; where the pod's own status has both (pod-level resources), those are the two."""
+    ones; where the pod's own status has both (a kubelet of 1.36 or later writes them for every
+    pod), those are the two."""
     status, spec = pod.status, pod.spec
     if status.allocatedResources is not None and status.resources is not None and status.resources.requests is not None:
-        allocated, actuated = vector(status.allocatedResources), vector(status.resources.requests)
-        if not infeasible and allocated == actuated == _spec_total(pod, containers, inits):
-            return ()
-        return allocated, actuated
+        if status.resources.requests == status.allocatedResources:
+            return (vector(status.allocatedResources),)  # as a rule: parsed once
+        return vector(status.allocatedResources), vector(status.resources.requests)
     statuses = (*(status.containerStatuses or ()), *(status.initContainerStatuses or ()))
     if not statuses and not infeasible:
         return ()
@@ -204,11 +205,6 @@ def _as_asked(status: kube.ContainerStatus, wanted: Mapping[str, Any]) -> bool:
         return True  # not read
     now = status.resources.requests if status.resources is not None else None
     return status.allocatedResources in (None, want) and now in (None, want)
-
-
-def _spec_total(pod: kube.Pod, containers: list[dict[str, int]], inits: list[dict[str, int]]) -> dict[str, int]:
-    restartable = [c.restartPolicy == "Always" for c in pod.spec.initContainers or ()]
-    return resources.containers_total(containers, zip(inits, restartable))
 
 
 def _pod_level(asked: dict[str, int], status: kube.PodStatus, infeasible: bool) -> dict[str, int]:
