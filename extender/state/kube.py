@@ -44,6 +44,17 @@ Int64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]  # a pod's termin
 ResourceList = dict[QualifiedName, Quantity]
 
 
+@functools.lru_cache(maxsize=4096, typed=True)
+def _held_quantity(value: str | int | float) -> str | int | float:
+    parse_quantity(value)  # a bad one raises; a negative one stands (translate reads it as 0)
+    return value
+
+
+# What a kubelet reports it holds (a pod resized in place): the API server checks no sign there,
+# so a negative value is not refused (translate.in_place reads it as nothing held).
+HeldList = dict[QualifiedName, Annotated[StrictStr | StrictInt | float, AfterValidator(_held_quantity)]]
+
+
 class _Object(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
@@ -170,14 +181,14 @@ class PodSpec(_Object):
 
 
 class StatusResources(_Object):
-    requests: ResourceList | None = None  # what the kubelet has actuated (a container's, or the pod's)
+    requests: HeldList | None = None  # what the kubelet has actuated (a container's, or the pod's)
 
 
 class ContainerStatus(_Object):
     """What a pod resized in place reads of a container's status (translate.in_place)."""
 
     name: StrictStr = ""
-    allocatedResources: ResourceList | None = None
+    allocatedResources: HeldList | None = None
     resources: StatusResources | None = None
 
 
@@ -193,7 +204,7 @@ class PodStatus(_Object):
     # per container and, with pod-level resources, for the pod.
     containerStatuses: list[ContainerStatus] | None = None
     initContainerStatuses: list[ContainerStatus] | None = None
-    allocatedResources: ResourceList | None = None
+    allocatedResources: HeldList | None = None
     resources: StatusResources | None = None
 
 

@@ -143,12 +143,19 @@ def _requests_and_limits(rr: kube.ResourceRequirements | None) -> tuple[dict[str
 _NO_CONTAINER = object()
 
 
+def _held(quantities: Mapping[str, str | int | float]) -> dict[str, int]:
+    """What a kubelet reports it holds, in scheduler units: a negative value (the API server
+    does not check the sign there) as nothing."""
+    return {name: max(0, units) for name, units in vector(quantities).items()}
+
+
 def in_place(
     pod: kube.Pod, containers: list[dict[str, int]], inits: list[dict[str, int]], infeasible: bool = False
 ) -> tuple[dict[str, int], ...]:
     """For a pod resized in place, its containers' requests as the kubelet has allocated them
     and as it has actuated them (``containers`` and ``inits``: the spec's, in spec order), each
-    summed as the spec's are (one where they are equal); () where the containers' statuses hold
+    summed as the spec's are (from the pod's own status, one where the two agree); () where the
+    containers' statuses hold
     the spec's (every pod not being resized on a kubelet before 1.36, which writes no
     pod-level status) and its resize is not ``infeasible``. As
     upstream's ``resource.PodRequests`` with ``UseStatusResources``: a container without a
@@ -159,8 +166,8 @@ def in_place(
     status, spec = pod.status, pod.spec
     if status.allocatedResources is not None and status.resources is not None and status.resources.requests is not None:
         if status.resources.requests == status.allocatedResources:
-            return (vector(status.allocatedResources),)  # as a rule: parsed once
-        return vector(status.allocatedResources), vector(status.resources.requests)
+            return (_held(status.allocatedResources),)  # parsed once where they agree
+        return _held(status.allocatedResources), _held(status.resources.requests)
     statuses = (*(status.containerStatuses or ()), *(status.initContainerStatuses or ()))
     if not statuses and not infeasible:
         return ()
@@ -180,12 +187,12 @@ def in_place(
             given = s.allocatedResources if s is not None else None
             now = s.resources.requests if s is not None and s.resources is not None else None
             if infeasible:  # the spec left out: a container without a status at nothing
-                a = {} if given is None else vector(given)
-                t = a if now is None else vector(now)
+                a = {} if given is None else _held(given)
+                t = a if now is None else _held(now)
             else:  # the spec's where the status holds it (``request``: with requests defaulted from limits)
                 wanted = container.resources.requests if container.resources is not None else None
-                a = request if given is None or given == wanted else vector(given)
-                t = a if now is None else request if now == wanted else vector(now)
+                a = request if given is None or given == wanted else _held(given)
+                t = a if now is None else request if now == wanted else _held(now)
             allocated.append(a)
             actuated.append(t)
         return allocated, actuated
@@ -210,15 +217,20 @@ def _as_asked(status: kube.ContainerStatus, wanted: Mapping[str, Any]) -> bool:
 def _pod_level(asked: dict[str, int], status: kube.PodStatus, infeasible: bool) -> dict[str, int]:
     """Pod-level requests as upstream reads them while the pod is resized in place: the largest
     of the spec's (left out while the resize is infeasible), the actuated and the allocated."""
+    if status.resources is None:
+        return _pod_level_only(asked)  # upstream reads the pod's own status only where it has resources
     if infeasible:
         asked = {}
-    if status.resources is None:
-        return asked  # upstream reads the pod's own status only where it has resources
     for other in (status.resources.requests, status.allocatedResources):
         if other is not None:
-            asked = resources.maximum(asked, vector(other))
-    # Only these stand for the containers' (upstream's IsSupportedPodLevelResource): the pod's
-    # own status may name others (a kubelet adds its DRA allocations there).
+            asked = resources.maximum(asked, _held(other))
+    return _pod_level_only(asked)
+
+
+def _pod_level_only(asked: dict[str, int]) -> dict[str, int]:
+    """Only these stand for the containers' (upstream's IsSupportedPodLevelResource): the pod's
+    own status may name others (a kubelet adds its DRA allocations there), a hand-written dump
+    too."""
     return {r: v for r, v in asked.items() if r in ("cpu", "memory") or r.startswith("hugepages-")}
 
 

@@ -218,6 +218,19 @@ def modified(*changes) -> tuple:
     modified((("status", "initContainerStatuses"), [{"name": "app", "allocatedResources": {"cpu": "3"}}])),
     modified((("status", "containerStatuses"), [{"name": "app"}])),
 ])
+# While a resize is infeasible a container without a status counts nothing: a status at the
+# spec's is read, not skipped (found in review).
+@example(events=[
+    modified((("status", "conditions"), [{"type": "PodResizePending", "status": "True", "reason": "Infeasible"}]),
+             (("status", "containerStatuses"), [])),
+    modified((("status", "containerStatuses"), [{"name": "app", "allocatedResources": {"cpu": "500m", "memory": "1Gi"}}])),
+])
+# Two containers of one name: a status at the one's requests is not the other's (found in review).
+@example(events=[
+    modified((("spec", "containers"), [{"name": "app", "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}},
+                                       {"name": "app", "resources": {"requests": {"cpu": "2"}}}])),
+    modified((("status", "containerStatuses"), [{"name": "app", "allocatedResources": {"cpu": "2"}}])),
+])
 def test_the_decoder_leaves_the_record_decoding_whole_gives(events):
     with Refusals() as refusals:
         replay(events, refusals)

@@ -31,7 +31,7 @@ def cpu(containers: list[dict], statuses: list[dict], *, inits=(), init_statuses
         "status": {"phase": "Running", "containerStatuses": statuses, "initContainerStatuses": list(init_statuses),
                    **(status_extra or {})},
     }
-    return translate.pod_record(kube.Pod.model_validate(raw), {}).requests["cpu"]
+    return translate.pod_record(kube.Pod.model_validate(raw), {}).requests.get("cpu", 0)
 
 
 def test_a_pod_not_being_resized_counts_its_spec():
@@ -104,16 +104,29 @@ def test_an_infeasible_pod_level_resize_leaves_the_spec_out():
 
 
 def test_only_cpu_memory_and_hugepages_of_the_pods_own_status_stand_for_the_containers():
+    # The pod's own status names a GPU below its container's (a kubelet adds DRA allocations
+    # there): only its cpu replaces the containers' sum, as upstream's applyPodLevelResources.
     raw = {
         "metadata": {"name": "p", "namespace": "ns", "uid": "u"},
         "spec": {"nodeName": "n1", "resources": {"requests": {"cpu": "2"}},
-                 "containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "example.com/gpu": "1"}}}]},
-        "status": {"phase": "Running", "allocatedResources": {"cpu": "3", "example.com/gpu": "4"},
-                   "resources": {"requests": {"cpu": "3", "example.com/gpu": "4"}}},
+                 "containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "example.com/gpu": "4"}}}]},
+        "status": {"phase": "Running", "allocatedResources": {"cpu": "3", "example.com/gpu": "1"},
+                   "resources": {"requests": {"cpu": "3", "example.com/gpu": "1"}}},
     }
     requests = translate.pod_record(kube.Pod.model_validate(raw), {}).requests
     assert requests["cpu"] == 3000
-    assert requests["example.com/gpu"] == 4  # the pod-level status aggregate, as upstream's max takes it
+    assert requests["example.com/gpu"] == 4
+
+
+def test_a_negative_held_quantity_is_read_as_nothing_held():
+    # The API server checks no sign in what a kubelet reports; the pod is not refused for it.
+    assert cpu([container("a", "1")], [status("a", "-2", "-2")]) == 1000
+    assert cpu([container("a", "1")], [status("a", "-2", "-2")], status_extra=INFEASIBLE) == 0
+
+
+def test_pod_level_requests_stand_where_the_pods_own_status_has_no_resources():
+    assert cpu([container("a", "1")], [status("a", "1", "1")], spec_extra={"resources": {"requests": {"cpu": "6"}}},
+               status_extra=INFEASIBLE) == 6000
 
 
 def test_the_pods_own_status_stands_for_its_containers_where_it_has_both():
