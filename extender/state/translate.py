@@ -150,19 +150,19 @@ def _held(quantities: Mapping[str, str | int | float]) -> dict[str, int]:
 
 
 def in_place(
-    pod: kube.Pod, containers: list[dict[str, int]], inits: list[dict[str, int]], infeasible: bool = False
+    pod: kube.Pod, containers: list[dict[str, int]], inits: list[dict[str, int]], restartable: list[bool],
+    infeasible: bool = False,
 ) -> tuple[dict[str, int], ...]:
     """For a pod resized in place, its containers' requests as the kubelet has allocated them
-    and as it has actuated them (``containers`` and ``inits``: the spec's, in spec order), each
-    summed as the spec's are (from the pod's own status, one where the two agree); () where the
-    containers' statuses hold
-    the spec's (every pod not being resized on a kubelet before 1.36, which writes no
-    pod-level status) and its resize is not ``infeasible``. As
-    upstream's ``resource.PodRequests`` with ``UseStatusResources``: a container without a
-    status is taken at the spec (at nothing while the resize is infeasible, when upstream
-    leaves the spec out); its actuated requests, where the status has none, at its allocated
-    ones; where the pod's own status has both (a kubelet of 1.36 or later writes them for every
-    pod), those are the two."""
+    and as it has actuated them (``containers`` and ``inits``: the spec's, in spec order;
+    ``restartable``: which init containers are sidecars), each summed as the spec's are (from
+    the pod's own status, one where the two agree); () where the containers' statuses hold the
+    spec's (every pod not being resized on a kubelet before 1.36, which writes no pod-level
+    status) and its resize is not ``infeasible``. As upstream's ``resource.PodRequests`` with
+    ``UseStatusResources``: a container without a status is taken at the spec (at nothing while
+    the resize is infeasible, when upstream leaves the spec out); its actuated requests, where
+    the status has none, at its allocated ones; where the pod's own status has both (a kubelet
+    of 1.36 or later writes them for every pod), those are the two."""
     status, spec = pod.status, pod.spec
     if status.allocatedResources is not None and status.resources is not None and status.resources.requests is not None:
         if status.resources.requests == status.allocatedResources:
@@ -199,7 +199,6 @@ def in_place(
 
     regular = read(spec.containers or (), containers)
     initial = read(spec.initContainers or (), inits)
-    restartable = [c.restartPolicy == "Always" for c in spec.initContainers or ()]
     return tuple(
         resources.containers_total(regular[i], zip(initial[i], restartable)) for i in (0, 1)
     )
@@ -264,13 +263,16 @@ def pod_record(pod: kube.Pod, classes: Mapping[str, model.PriorityClass], *, sha
     containers = [_requests_and_limits(c.resources) for c in spec.containers or ()]
     inits = [(c, _requests_and_limits(c.resources)) for c in spec.initContainers or ()]
     pod_level = _requests_and_limits(spec.resources) if spec.resources else None
+    asked = [req for req, _ in containers]
+    asked_inits = [req for _, (req, _) in inits]
+    restartable = [c.restartPolicy == "Always" for c, _ in inits]
     infeasible = resize_infeasible(status.conditions)
     requests = resources.effective_requests(
-        containers=(req for req, _ in containers),
-        init_containers=((req, c.restartPolicy == "Always") for c, (req, _) in inits),
+        containers=asked,
+        init_containers=zip(asked_inits, restartable),
         overhead=vector(spec.overhead),
         pod_level=_pod_level(pod_level[0], status, infeasible) if pod_level and pod_level[0] else resources.EMPTY,
-        in_place=in_place(pod, [req for req, _ in containers], [req for _, (req, _) in inits], infeasible),
+        in_place=in_place(pod, asked, asked_inits, restartable, infeasible),
         spec_too=not infeasible,
     )
     if status.qosClass:

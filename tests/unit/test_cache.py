@@ -19,11 +19,13 @@ import pytest
 
 from extender.commands import cluster as cluster_command
 from extender.apiserver import ApiServer
-from extender.live.cache import LiveCluster
+from extender.live.cache import REQUIRED as REQUIRED_KINDS, LiveCluster
 from extender.live.changes import KINDS
+from extender.live.reflector import Reflector
 from extender.metrics import Metrics
 from tests.e2e.client import wait_for
 from tests.ports import free_port
+from tests.unit.test_reflector import OneEvent
 
 COSCHEDULING = "podgroups.scheduling.x-k8s.io"
 VOLCANO = "podgroups.scheduling.volcano.sh"
@@ -368,28 +370,14 @@ def test_jobs_reprieve_may_not_read_leave_the_cache_ready(fake, caplog):
         cluster.stop()
 
 
-class _OneEvent:
-    def watch(self, path, params, *, read_timeout, on_connect):
-        on_connect()
-        pod = {"metadata": {"uid": "u1", "name": "a", "namespace": "default", "resourceVersion": "2"},
-               "spec": {"containers": []}, "status": {}}
-        return iter([{"type": "ADDED", "object": pod}])
-
-    def close(self):
-        pass
-
-
 def test_a_view_built_between_an_events_apply_and_its_applied_mark_leaves_no_lag_behind():
     # The reflector applies an event, then marks it applied for the lag; the publisher's thread
     # may build a view in between, which holds the event. Its next rounds find nothing new, so
     # they must still take the arrival off the lag, or reprieve_cache_lag_seconds climbs on a
     # quiet cluster (found in review).
-    from extender.live.cache import REQUIRED
-    from extender.live.reflector import Reflector
-
     now = [100.0]
-    cluster = LiveCluster(_OneEvent(), metrics=Metrics(), clock=lambda: now[0])
-    cluster._discovered, cluster._listed = True, set(REQUIRED)
+    cluster = LiveCluster(OneEvent(), metrics=Metrics(), clock=lambda: now[0])
+    cluster._discovered, cluster._listed = True, set(REQUIRED_KINDS)
     cluster._out_of_sync_since.clear()
     store = cluster._store
     for kind in KINDS:
